@@ -1,0 +1,84 @@
+//! The one error type for bad input files: it names the file, the line and the field.
+//!
+//! Loading scenarios and traces is the only fallible layer of dlsim; the engine and model
+//! treat broken invariants as bugs (`assert!`). The CLI prints this error and exits 2.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A problem with a user-supplied file, located as precisely as the format allows.
+#[derive(Debug, thiserror::Error)]
+pub struct InputError {
+    pub file: PathBuf,
+    /// 1-based line number, when known.
+    pub line: Option<usize>,
+    /// Dotted path of the offending field, e.g. `cluster.groups[0].cores`.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(file: &Path, message: impl Into<String>) -> Self {
+        InputError {
+            file: file.to_path_buf(),
+            line: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at_line(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
+
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// Converts a serde_json error met while deserialising `file`, keeping the field path.
+    /// `line_offset` is added to serde's line (for JSON Lines, where each record is parsed
+    /// on its own and serde counts from 1).
+    pub fn from_json(
+        file: &Path,
+        err: serde_path_to_error::Error<serde_json::Error>,
+        line_offset: usize,
+    ) -> Self {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let line = if inner.line() > 0 {
+            Some(inner.line() + line_offset)
+        } else {
+            None
+        };
+        // serde_json appends " at line L column C"; we report the line ourselves.
+        let mut message = inner.to_string();
+        if let Some(cut) = message.find(" at line ") {
+            message.truncate(cut);
+        }
+        InputError {
+            file: file.to_path_buf(),
+            line,
+            field: if path == "." || path.is_empty() {
+                None
+            } else {
+                Some(path)
+            },
+            message,
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}

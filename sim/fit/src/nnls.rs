@@ -143,6 +143,8 @@ fn solve_passive(a: &[Vec<f64>], b: &[f64], passive: &[bool]) -> Vec<f64> {
 }
 
 /// Least squares `min ||M c - y||` by Householder QR; rank-deficient directions get 0.
+// Column-oriented Householder updates index rows and columns together; iterators obscure it.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn lstsq(mut m: Vec<Vec<f64>>, mut y: Vec<f64>) -> Vec<f64> {
     let rows = m.len();
     let k = m.first().map_or(0, Vec::len);

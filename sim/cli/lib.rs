@@ -1,1 +1,70 @@
-//! placeholder
+//! The command-line interface: argument parsing and the subcommands. Arguments are turned
+//! into validated inputs (a loaded `Scenario`, a built policy) before anything runs, so
+//! every bad input fails early with exit code 2 and no output files.
+
+mod replay;
+mod trace;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::fmt;
+use std::process::ExitCode;
+
+/// Bad user input: a malformed file, an unknown policy, an impossible resource request.
+/// The CLI exits with code 2 for these, 1 for anything else.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// The exit code for an error returned by [`run`].
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<BadInput>().is_some() {
+        2
+    } else {
+        1
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "dlsim", version, about = "Deterministic discrete-event simulator for elastic DLRM training clusters", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay a scenario (cluster + trace) under a scheduling policy and write its metrics.
+    Replay(replay::ReplayArgs),
+    /// Generate, inspect or convert job traces.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+}
+
+/// Parses `args` and runs the chosen subcommand.
+pub fn run<I, T>(args: I) -> anyhow::Result<ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are successes; usage errors exit 2 as clap's do.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print()?;
+            return Ok(ExitCode::from(code));
+        }
+    };
+    match cli.command {
+        Command::Replay(args) => replay::run(&args),
+        Command::Trace(cmd) => trace::run(cmd),
+    }
+}

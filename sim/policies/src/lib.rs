@@ -1,1 +1,24 @@
-//! placeholder
+//! Scheduling policies, one per file, built from spec strings such as `static` or
+//! `dlrover[warm_start=off,rho=2.5]`.
+//!
+//! Policies only see `ClusterView`s and return `Action`s; the world validates and applies
+//! them. Adding a policy means one new file and one line in [`build`].
+
+pub mod spec;
+pub mod static_policy;
+
+pub use spec::{PolicySpec, SpecError};
+
+use dlsim_model::policy::Policy;
+
+/// Every policy name `build` accepts, for help texts and error messages.
+pub const POLICY_NAMES: &[&str] = &["static"];
+
+/// Builds a policy from its spec string.
+pub fn build(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
+    let parsed = PolicySpec::parse(spec)?;
+    match parsed.name.as_str() {
+        "static" => Ok(Box::new(static_policy::Static::from_spec(&parsed)?)),
+        other => Err(SpecError::UnknownPolicy { name: other.to_string(), known: POLICY_NAMES.join(", ") }),
+    }
+}

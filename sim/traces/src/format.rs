@@ -35,8 +35,17 @@ impl TraceHeader {
     }
 }
 
+/// A loaded trace: its header, its jobs, and the 1-based line each job came from (so later
+/// checks, such as "this pod fits no node", can still name the line).
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub header: TraceHeader,
+    pub jobs: Vec<JobSpec>,
+    pub lines: Vec<usize>,
+}
+
 /// Reads and validates a whole trace. Every problem is reported with file, line and field.
-pub fn read_trace(path: &Path) -> Result<(TraceHeader, Vec<JobSpec>), InputError> {
+pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
     let file = File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
     let mut lines = BufReader::new(file).lines().enumerate();
     let header_line = match lines.next() {
@@ -71,6 +80,7 @@ pub fn read_trace(path: &Path) -> Result<(TraceHeader, Vec<JobSpec>), InputError
         .field("version"));
     }
     let mut jobs = Vec::new();
+    let mut job_lines = Vec::new();
     let mut ids = HashSet::new();
     let mut last_submit = 0u64;
     for (idx, line) in lines {
@@ -98,8 +108,9 @@ pub fn read_trace(path: &Path) -> Result<(TraceHeader, Vec<JobSpec>), InputError
         }
         last_submit = job.submit_s;
         jobs.push(job);
+        job_lines.push(line_no);
     }
-    Ok((header, jobs))
+    Ok(Trace { header, jobs, lines: job_lines })
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(
@@ -149,8 +160,9 @@ mod tests {
             &jobs,
         )
         .unwrap();
-        let (_, back) = read_trace(&path).unwrap();
-        assert_eq!(jobs, back);
+        let back = read_trace(&path).unwrap();
+        assert_eq!(jobs, back.jobs);
+        assert_eq!(back.lines[0], 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

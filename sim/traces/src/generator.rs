@@ -135,9 +135,9 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
     let total_msamples = steps as f64 * f64::from(batch_size) / 1e6;
     let emb_mb_initial = 0.1 * emb_mb_final;
     let emb_mb_per_msample = 0.9 * emb_mb_final / total_msamples;
-    // Job size: "from a few pods to hundreds" (issue); median 8 workers (assumption),
+    // Job size: "from a few pods to hundreds" (issue); mean 8 workers (assumption),
     // about one PS per four workers (DLRover Table 2 uses 24:8 and 8:2).
-    let workers = lognormal_with_mean(rng, 12.0, 0.9)
+    let workers = lognormal_with_mean(rng, 8.0, 0.9)
         .round()
         .clamp(1.0, 300.0) as u32;
     let ps = (f64::from(workers) / 4.0 * lognormal_with_mean(rng, 1.0, 0.4))

@@ -1,0 +1,131 @@
+//! `dlsim replay`: load and validate a scenario, run it, print a summary table, and write
+//! `summary.json`, `jobs.csv`, `timeline.csv` and `run.json` to the output folder.
+
+use crate::BadInput;
+use anyhow::Context;
+use clap::Args;
+use dlsim_model::metrics::{write_atomic, Summary};
+use dlsim_model::scenario::key_line;
+use dlsim_model::Scenario;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Scenario file (JSON): cluster, workload trace, policy, knobs.
+    pub scenario: PathBuf,
+    /// Policy spec overriding the scenario's, e.g. `static`.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Seed overriding the scenario's; every random stream derives from it.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output folder [default: reports/runs/<scenario>-<policy>-s<seed>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let wall = Instant::now();
+    let mut scenario = Scenario::load(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
+    if let Some(seed) = args.seed {
+        if scenario.file.generate.is_some() && seed != scenario.file.seed {
+            // The generated workload depends on the seed: reload so it is regenerated.
+            scenario.file.seed = seed;
+            scenario = reload_with_seed(&args.scenario, seed)?;
+        }
+        scenario.file.seed = seed;
+    }
+    let policy_spec = args.policy.clone().unwrap_or_else(|| scenario.file.policy.clone());
+    let policy = dlsim_policies::build(&policy_spec).map_err(|e| match &args.policy {
+        Some(_) => BadInput(format!("--policy: {e}")),
+        None => {
+            let text = std::fs::read_to_string(&args.scenario).unwrap_or_default();
+            let line = key_line(&text, "policy").map(|l| format!(":{l}")).unwrap_or_default();
+            BadInput(format!("{}{line}: field `policy`: {e}", args.scenario.display()))
+        }
+    })?;
+    let load_s = wall.elapsed().as_secs_f64();
+    let sim_start = Instant::now();
+    let output = dlsim_model::run(&scenario, policy);
+    let sim_s = sim_start.elapsed().as_secs_f64();
+    let out_dir = args.out.clone().unwrap_or_else(|| default_out_dir(&output.summary));
+    output.write(&out_dir).with_context(|| format!("writing outputs to {}", out_dir.display()))?;
+    let run_json = serde_json::json!({
+        "dlsim_version": env!("CARGO_PKG_VERSION"),
+        "scenario_file": args.scenario,
+        "load_s": load_s,
+        "simulate_s": sim_s,
+        "wall_s": wall.elapsed().as_secs_f64(),
+        "events": output.summary.events,
+        "events_per_s": output.summary.events as f64 / sim_s.max(1e-9),
+        "peak_rss_mb": peak_rss_mb(),
+        "threads": 1,
+    });
+    write_atomic(&out_dir, "run.json", (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes())?;
+    if !args.quiet {
+        print_summary(&output.summary);
+        println!(
+            "\n{} events in {:.2} s ({:.0} events/s). Outputs: {}",
+            output.summary.events,
+            sim_s,
+            output.summary.events as f64 / sim_s.max(1e-9),
+            out_dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reload_with_seed(path: &Path, seed: u64) -> anyhow::Result<Scenario> {
+    let mut s = Scenario::load(path).map_err(|e| BadInput(e.to_string()))?;
+    if let Some(g) = s.file.generate.clone() {
+        s.jobs = dlsim_traces::generate(&g, seed);
+    }
+    s.file.seed = seed;
+    Ok(s)
+}
+
+fn default_out_dir(s: &Summary) -> PathBuf {
+    let policy: String = s.policy.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=' { c } else { '_' }).collect();
+    PathBuf::from("reports/runs").join(format!("{}-{}-s{}", s.scenario, policy, s.seed))
+}
+
+/// Peak resident memory of this process, from /proc (Linux); `null` elsewhere.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn print_summary(s: &Summary) {
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let mins = |x: f64| format!("{:.1} min", x / 60.0);
+    let rows: Vec<(&str, String)> = vec![
+        ("scenario", s.scenario.clone()),
+        ("policy", s.policy.clone()),
+        ("seed", s.seed.to_string()),
+        ("jobs submitted", s.jobs_submitted.to_string()),
+        ("jobs completed", s.jobs_completed.to_string()),
+        ("jobs failed", format!("{} {:?}", s.jobs_failed, s.failures_by_reason)),
+        ("JCR", pct(s.jcr)),
+        ("JCT mean", mins(s.jct_mean_s)),
+        ("JCT median", mins(s.jct_median_s)),
+        ("JCT p90", mins(s.jct_p90_s)),
+        ("job CPU util (used/alloc)", pct(s.cpu_util_mean)),
+        ("job mem util (used/alloc)", pct(s.mem_util_mean)),
+        ("job GPU util (used/alloc)", pct(s.gpu_util_mean)),
+        ("cluster CPU used / alloc", format!("{} / {}", pct(s.cluster_cpu_util), pct(s.cluster_cpu_alloc))),
+        ("cluster mem used / alloc", format!("{} / {}", pct(s.cluster_mem_util), pct(s.cluster_mem_alloc))),
+        ("cluster GPU used", pct(s.cluster_gpu_util)),
+        ("makespan", format!("{:.2} h", s.makespan_s / 3600.0)),
+    ];
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        println!("{k:<width$}  {v}");
+    }
+}

@@ -1,0 +1,233 @@
+//! Runtime state of jobs and pods, and the job's piecewise-constant progress.
+//!
+//! Progress is integrated piecewise: between two events that touch a job, its throughput
+//! is constant, so `samples += rate * dt` is exact. Throughput changes only when the
+//! allocation or conditions change (a pod starts or dies), which is when the world calls
+//! [`Job::advance`] and recomputes the rate. This keeps the event count proportional to
+//! changes, not to training steps, at the cost of ignoring step-level jitter.
+
+use crate::perf::{self, IterationTime, PerfInputs, ThroughputParams};
+use crate::policy::{JobConfig, JobPhase, JobRequest, ProfileSample};
+use crate::Resources;
+use dlsim_engine::SimTime;
+use dlsim_traces::JobSpec;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Ps,
+    Worker,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Waiting for a node with room.
+    Pending,
+    /// Placed and holding resources; the container is starting.
+    Starting,
+    Running,
+    /// Gone: resources returned.
+    Finished,
+}
+
+#[derive(Clone, Debug)]
+pub struct Pod {
+    pub job: usize,
+    pub role: Role,
+    pub request: Resources,
+    pub state: PodState,
+    pub node: Option<usize>,
+}
+
+/// Why a job ended without completing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailReason {
+    /// A pod's memory use exceeded its limit.
+    Oom,
+    /// The policy's launch configuration was invalid.
+    Rejected,
+    /// Still running or pending when the horizon was reached.
+    Unfinished,
+}
+
+impl FailReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailReason::Oom => "oom",
+            FailReason::Rejected => "rejected",
+            FailReason::Unfinished => "unfinished",
+        }
+    }
+}
+
+/// Time integrals of resources over a job's life, for job-level utilisation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsageIntegrals {
+    pub cpu_alloc_core_s: f64,
+    pub cpu_used_core_s: f64,
+    pub mem_alloc_mb_s: f64,
+    pub mem_used_mb_s: f64,
+    pub gpu_alloc_s: f64,
+    pub gpu_used_s: f64,
+}
+
+pub struct Job {
+    pub spec: JobSpec,
+    pub request: JobRequest,
+    /// Hidden: this job's throughput parameters.
+    pub truth: ThroughputParams,
+    pub phase: JobPhase,
+    pub config: JobConfig,
+    pub pods: Vec<usize>,
+    pub running_workers: u32,
+    pub running_ps: u32,
+    pub pending_pods: u32,
+    pub samples_done: f64,
+    /// Current throughput in samples/s (0 unless training).
+    pub rate: f64,
+    pub iter: Option<IterationTime>,
+    pub last_update: SimTime,
+    /// Bumped whenever the rate changes, so stale completion/OOM events are ignored.
+    pub generation: u64,
+    pub start: Option<SimTime>,
+    pub end: Option<SimTime>,
+    pub fail_reason: Option<FailReason>,
+    pub oom_kills: u32,
+    pub usage: UsageIntegrals,
+    pub history: Vec<ProfileSample>,
+}
+
+/// The constants the world needs to evaluate a job's truth.
+#[derive(Clone, Copy, Debug)]
+pub struct TruthEnv {
+    pub bandwidth_mb_s: f64,
+    pub gpu_core_equiv: f64,
+}
+
+impl Job {
+    pub fn new(spec: JobSpec, truth: ThroughputParams) -> Self {
+        let request = JobRequest::from_spec(&spec);
+        Job {
+            config: request.requested,
+            request,
+            spec,
+            truth,
+            phase: JobPhase::Submitted,
+            pods: Vec::new(),
+            running_workers: 0,
+            running_ps: 0,
+            pending_pods: 0,
+            samples_done: 0.0,
+            rate: 0.0,
+            iter: None,
+            last_update: SimTime::ZERO,
+            generation: 0,
+            start: None,
+            end: None,
+            fail_reason: None,
+            oom_kills: 0,
+            usage: UsageIntegrals::default(),
+            history: Vec::new(),
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        !matches!(self.phase, JobPhase::Completed | JobPhase::Failed)
+    }
+
+    pub fn total_samples(&self) -> f64 {
+        self.spec.total_samples()
+    }
+
+    /// Embedding memory, summed over PS, after the samples seen so far.
+    pub fn emb_mb(&self, samples: f64) -> f64 {
+        self.spec.emb_mb_initial + self.spec.emb_mb_per_msample * samples / 1e6
+    }
+
+    pub fn worker_mem_used_mb(&self) -> f64 {
+        perf::worker_mem_mb(self.spec.dense_mb, f64::from(self.spec.batch_size), f64::from(self.spec.emb_dim))
+    }
+
+    /// Memory used by one PS (all PS hold equal shares) after `samples`.
+    pub fn ps_mem_used_mb(&self, samples: f64) -> f64 {
+        perf::ps_mem_mb(self.spec.dense_mb, self.emb_mb(samples), 1.0 / f64::from(self.config.ps))
+    }
+
+    /// Samples at which the PS memory reaches its limit, if ever (linear in samples).
+    pub fn ps_oom_at_samples(&self) -> Option<f64> {
+        let limit = self.config.ps_mem_mb as f64;
+        let share = 1.0 / f64::from(self.config.ps);
+        let slope = share * self.spec.emb_mb_per_msample / 1e6;
+        let at_zero = self.ps_mem_used_mb(0.0);
+        if at_zero > limit {
+            return Some(0.0);
+        }
+        if slope <= 0.0 {
+            return None;
+        }
+        Some((limit - at_zero) / slope)
+    }
+
+    /// The truth's inputs for the current running configuration.
+    pub fn perf_inputs(&self, env: &TruthEnv) -> PerfInputs {
+        let gpu_cores = f64::from(self.config.worker_gpu) * env.gpu_core_equiv;
+        PerfInputs {
+            workers: f64::from(self.running_workers),
+            ps: f64::from(self.running_ps),
+            worker_cores: self.config.worker_cpu + gpu_cores,
+            ps_cores: self.config.ps_cpu,
+            batch: f64::from(self.spec.batch_size),
+            dense_mb: self.spec.dense_mb,
+            bandwidth_mb_s: env.bandwidth_mb_s,
+            emb_dim: f64::from(self.spec.emb_dim),
+        }
+    }
+
+    /// Allocated resources of the pods that hold a node (starting or running).
+    pub fn allocated(&self, pods: &[Pod]) -> Resources {
+        self.pods
+            .iter()
+            .map(|&p| &pods[p])
+            .filter(|p| matches!(p.state, PodState::Starting | PodState::Running))
+            .fold(Resources::ZERO, |acc, p| acc + p.request)
+    }
+
+    /// Resources in use right now at `samples` progress: (cpu cores, mem MB, gpus).
+    pub fn used(&self, samples: f64) -> (f64, f64, f64) {
+        let w = f64::from(self.running_workers);
+        let p = f64::from(self.running_ps);
+        let (wb, pb) = self.iter.as_ref().map(perf::busy_fractions).unwrap_or((0.0, 0.0));
+        let cpu = w * wb * self.config.worker_cpu + p * pb * self.config.ps_cpu;
+        let mem = w * self.worker_mem_used_mb() + p * self.ps_mem_used_mb(samples);
+        let gpu = w * wb * f64::from(self.config.worker_gpu);
+        (cpu, mem, gpu)
+    }
+
+    /// Moves progress and usage integrals forward to `now` at the current rate.
+    pub fn advance(&mut self, now: SimTime, pods: &[Pod]) {
+        let dt = (now - self.last_update).as_secs_f64();
+        self.last_update = now;
+        if dt <= 0.0 {
+            return;
+        }
+        let before = self.samples_done;
+        let after = (before + self.rate * dt).min(self.total_samples());
+        // PS memory grows linearly in samples within a piece: the midpoint is exact.
+        let (cpu, mem, gpu) = self.used((before + after) / 2.0);
+        let alloc = self.allocated(pods);
+        let u = &mut self.usage;
+        u.cpu_alloc_core_s += alloc.cpu_cores() * dt;
+        u.cpu_used_core_s += cpu * dt;
+        u.mem_alloc_mb_s += alloc.mem_mb as f64 * dt;
+        u.mem_used_mb_s += mem * dt;
+        u.gpu_alloc_s += f64::from(alloc.gpu) * dt;
+        u.gpu_used_s += gpu * dt;
+        self.samples_done = after;
+    }
+
+    pub fn steps_done(&self) -> u64 {
+        (self.samples_done / f64::from(self.spec.batch_size)).floor() as u64
+    }
+}

@@ -1,0 +1,227 @@
+//! Run outputs: `summary.json`, `jobs.csv`, `timeline.csv` (reproducible, byte-identical for
+//! the same scenario and seed) and `run.json` (wall-clock figures, not reproducible).
+//!
+//! Every file is written to a temporary name and renamed, so an interrupted or failed run
+//! never leaves a partial output behind.
+
+use crate::job::{FailReason, Job};
+use crate::policy::JobPhase;
+use crate::Resources;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One row of `timeline.csv`: cluster state at a sampling instant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineRow {
+    pub time_s: u64,
+    pub cpu_alloc: f64,
+    pub cpu_used: f64,
+    pub mem_alloc_mb: f64,
+    pub mem_used_mb: f64,
+    pub gpu_alloc: f64,
+    pub gpu_used: f64,
+    pub running_jobs: u32,
+    pub active_jobs: u32,
+    pub pending_pods: u32,
+}
+
+/// The headline numbers of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub policy: String,
+    pub seed: u64,
+    pub jobs_submitted: usize,
+    pub jobs_completed: usize,
+    pub jobs_failed: usize,
+    pub jcr: f64,
+    pub jct_mean_s: f64,
+    pub jct_median_s: f64,
+    pub jct_p90_s: f64,
+    /// Job-level utilisation: used / allocated over each job's life, averaged over jobs.
+    pub cpu_util_mean: f64,
+    pub mem_util_mean: f64,
+    /// Over jobs that hold GPUs; 0 when none do.
+    pub gpu_util_mean: f64,
+    /// Cluster-level utilisation: used / capacity, time-averaged over the trace's arrival
+    /// window (first to last submission), so a long tail of one straggling job does not
+    /// dilute it.
+    pub cluster_cpu_util: f64,
+    pub cluster_mem_util: f64,
+    pub cluster_gpu_util: f64,
+    /// Time-averaged allocated / capacity.
+    pub cluster_cpu_alloc: f64,
+    pub cluster_mem_alloc: f64,
+    pub failures_by_reason: BTreeMap<String, usize>,
+    pub oom_kills: u64,
+    pub rejected_actions: u64,
+    pub makespan_s: f64,
+    pub events: u64,
+}
+
+/// The `q`-quantile of sorted data by linear interpolation between closest ranks.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+pub struct SummaryInputs<'a> {
+    pub scenario: &'a str,
+    pub policy: &'a str,
+    pub seed: u64,
+    pub jobs: &'a [Job],
+    pub timeline: &'a [TimelineRow],
+    pub capacity: Resources,
+    pub events: u64,
+    pub rejected_actions: u64,
+}
+
+pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
+    let jobs = x.jobs;
+    let mut jcts: Vec<f64> = jobs
+        .iter()
+        .filter(|j| j.phase == JobPhase::Completed)
+        .map(|j| (j.end.expect("completed job has an end") - j.request.submit).as_secs_f64())
+        .collect();
+    jcts.sort_by(f64::total_cmp);
+    let completed = jcts.len();
+    let mut failures = BTreeMap::new();
+    for j in jobs {
+        if let Some(r) = j.fail_reason {
+            *failures.entry(r.as_str().to_string()).or_insert(0) += 1;
+        }
+    }
+    let failed = jobs.iter().filter(|j| j.phase == JobPhase::Failed).count();
+    let cap = x.capacity;
+    let first = jobs.iter().map(|j| j.spec.submit_s).min().unwrap_or(0);
+    let last = jobs.iter().map(|j| j.spec.submit_s).max().unwrap_or(0);
+    let window: Vec<&TimelineRow> = x.timeline.iter().filter(|r| r.time_s >= first && r.time_s <= last).collect();
+    let tl = if window.is_empty() { x.timeline.iter().collect() } else { window };
+    Summary {
+        scenario: x.scenario.to_string(),
+        policy: x.policy.to_string(),
+        seed: x.seed,
+        jobs_submitted: jobs.len(),
+        jobs_completed: completed,
+        jobs_failed: failed,
+        jcr: ratio(completed as f64, jobs.len() as f64).unwrap_or(0.0),
+        jct_mean_s: mean(jcts.iter().copied()),
+        jct_median_s: quantile(&jcts, 0.5),
+        jct_p90_s: quantile(&jcts, 0.9),
+        cpu_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.cpu_used_core_s, j.usage.cpu_alloc_core_s))),
+        mem_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.mem_used_mb_s, j.usage.mem_alloc_mb_s))),
+        gpu_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.gpu_used_s, j.usage.gpu_alloc_s))),
+        cluster_cpu_util: mean(tl.iter().map(|r| r.cpu_used)) / cap.cpu_cores().max(f64::MIN_POSITIVE),
+        cluster_mem_util: mean(tl.iter().map(|r| r.mem_used_mb)) / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
+        cluster_gpu_util: ratio(mean(tl.iter().map(|r| r.gpu_used)), f64::from(cap.gpu)).unwrap_or(0.0),
+        cluster_cpu_alloc: mean(tl.iter().map(|r| r.cpu_alloc)) / cap.cpu_cores().max(f64::MIN_POSITIVE),
+        cluster_mem_alloc: mean(tl.iter().map(|r| r.mem_alloc_mb)) / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
+        failures_by_reason: failures,
+        oom_kills: jobs.iter().map(|j| u64::from(j.oom_kills)).sum(),
+        rejected_actions: x.rejected_actions,
+        makespan_s: jobs.iter().filter_map(|j| j.end).max().map_or(0.0, |t| t.as_secs_f64()),
+        events: x.events,
+    }
+}
+
+/// Renders `jobs.csv`: one row per job.
+pub fn jobs_csv(jobs: &[Job]) -> String {
+    let mut out = String::from(
+        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills\n",
+    );
+    let opt_s = |t: Option<dlsim_engine::SimTime>| t.map(|t| format!("{:.3}", t.as_secs_f64())).unwrap_or_default();
+    let opt_f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
+    for j in jobs {
+        let c = &j.config;
+        let status = match j.phase {
+            JobPhase::Completed => "completed",
+            JobPhase::Failed => "failed",
+            _ => "active",
+        };
+        let jct = (j.phase == JobPhase::Completed).then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
+        let u = &j.usage;
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            j.spec.id,
+            j.spec.user,
+            j.spec.model,
+            j.spec.submit_s,
+            opt_s(j.start),
+            opt_s(j.end),
+            status,
+            j.fail_reason.map(FailReason::as_str).unwrap_or(""),
+            c.workers,
+            c.ps,
+            c.worker_cpu,
+            c.worker_mem_mb,
+            c.worker_gpu,
+            c.ps_cpu,
+            c.ps_mem_mb,
+            j.spec.steps,
+            j.steps_done(),
+            opt_f(jct),
+            opt_f(ratio(u.cpu_used_core_s, u.cpu_alloc_core_s)),
+            opt_f(ratio(u.mem_used_mb_s, u.mem_alloc_mb_s)),
+            opt_f(ratio(u.gpu_used_s, u.gpu_alloc_s)),
+            j.oom_kills,
+        )
+        .expect("writing to a String cannot fail");
+    }
+    out
+}
+
+/// Renders `timeline.csv`.
+pub fn timeline_csv(rows: &[TimelineRow]) -> String {
+    let mut out =
+        String::from("time_s,cpu_alloc,cpu_used,mem_alloc_mb,mem_used_mb,gpu_alloc,gpu_used,running_jobs,active_jobs,pending_pods\n");
+    for r in rows {
+        writeln!(
+            out,
+            "{},{:.3},{:.3},{:.1},{:.1},{:.3},{:.3},{},{},{}",
+            r.time_s, r.cpu_alloc, r.cpu_used, r.mem_alloc_mb, r.mem_used_mb, r.gpu_alloc, r.gpu_used, r.running_jobs, r.active_jobs, r.pending_pods
+        )
+        .expect("writing to a String cannot fail");
+    }
+    out
+}
+
+/// Writes `contents` to `dir/name` through a temporary file and a rename.
+pub fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, dir.join(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let xs = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&xs, 0.5), 3.0);
+        assert_eq!(quantile(&xs, 0.9), 4.6);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+}

@@ -1,0 +1,327 @@
+//! Scenario files: cluster + workload + policy + knobs, loaded and validated up front.
+//!
+//! Loading is the fallible layer: every problem becomes an [`InputError`] naming the file,
+//! line and field. Once a [`Scenario`] exists the run itself cannot fail on bad input.
+
+use crate::cluster::{Node, Placement};
+use crate::perf::ThroughputParams;
+use crate::Resources;
+use dlsim_traces::{generate, read_trace, GeneratorConfig, InputError, JobSpec, ModelKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The scenario file as written by a user. Paths are relative to the scenario's folder.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// A native trace file (`dlsim trace gen` or `dlsim trace import` output).
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    /// Or: generate the workload in memory with these generator settings.
+    #[serde(default)]
+    pub generate: Option<GeneratorConfig>,
+    pub cluster: ClusterSpec,
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    #[serde(default)]
+    pub pods: PodSettings,
+    #[serde(default)]
+    pub observation: ObservationSettings,
+    #[serde(default)]
+    pub truth: TruthSettings,
+    /// Sampling interval of `timeline.csv` and of the profiles policies observe.
+    #[serde(default = "default_timeline_s")]
+    pub timeline_interval_s: u64,
+    /// Stop the run at this time; jobs not finished by then count as unfinished.
+    #[serde(default)]
+    pub horizon_s: Option<u64>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_policy() -> String {
+    "static".into()
+}
+fn default_timeline_s() -> u64 {
+    300
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    #[serde(default)]
+    pub groups: Vec<NodeGroup>,
+    /// A CSV node list with header `name,cores,mem_gb,gpus,gpu_model`.
+    #[serde(default)]
+    pub node_list: Option<PathBuf>,
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+/// "20 x 32-core 192 GB" as data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGroup {
+    pub count: u32,
+    pub cores: f64,
+    pub mem_gb: f64,
+    #[serde(default)]
+    pub gpus: u32,
+    #[serde(default)]
+    pub gpu_model: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+/// Pod start-up latency: `start_base_s + start_per_core_s * cores`. DLRover Fig. 3 shows
+/// pending time growing with requested CPU; the slope and base are assumptions sized so a
+/// 16-core pod takes ~1.5 min and a 32-core pod ~2.5 min (DLRover-RM: 5-10 min when the
+/// image and data must be fetched as well, which the policy-level restart costs add).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PodSettings {
+    pub start_base_s: f64,
+    pub start_per_core_s: f64,
+}
+
+impl Default for PodSettings {
+    fn default() -> Self {
+        PodSettings { start_base_s: 20.0, start_per_core_s: 4.0 }
+    }
+}
+
+/// What policies observe: noisy samples of the truth.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ObservationSettings {
+    /// Coefficient of variation of multiplicative noise on observed throughput and usage.
+    pub noise_cv: f64,
+    /// Profile samples kept per job.
+    pub history_len: usize,
+}
+
+impl Default for ObservationSettings {
+    fn default() -> Self {
+        ObservationSettings { noise_cv: 0.05, history_len: 64 }
+    }
+}
+
+/// Knobs of the hidden ground truth.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TruthSettings {
+    /// Each job's alphas are the kind's, times a lognormal factor with this sigma, so no
+    /// two jobs perform identically (assumption: 0.15).
+    pub job_variation_sigma: f64,
+    /// Network bandwidth per pod, MB/s (10 Gb/s Ethernet).
+    pub bandwidth_mb_s: f64,
+    /// A GPU worker computes gradients as fast as this many CPU cores (assumption).
+    pub gpu_core_equiv: f64,
+    /// Per-kind throughput parameters overriding the built-in defaults.
+    pub params: BTreeMap<ModelKind, ThroughputParams>,
+}
+
+impl Default for TruthSettings {
+    fn default() -> Self {
+        TruthSettings { job_variation_sigma: 0.15, bandwidth_mb_s: 1_250.0, gpu_core_equiv: 24.0, params: BTreeMap::new() }
+    }
+}
+
+impl TruthSettings {
+    pub fn params_for(&self, kind: ModelKind) -> ThroughputParams {
+        self.params.get(&kind).copied().unwrap_or_else(|| ThroughputParams::default_for(kind))
+    }
+}
+
+/// A validated, ready-to-run scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub path: PathBuf,
+    pub file: ScenarioFile,
+    pub nodes: Vec<Node>,
+    pub jobs: Vec<JobSpec>,
+}
+
+impl Scenario {
+    /// Reads, parses and validates a scenario and everything it refers to.
+    pub fn load(path: &Path) -> Result<Scenario, InputError> {
+        let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let locate = |key: &str| key_line(&text, key);
+        let at = |key: &str, msg: String| {
+            let e = InputError::new(path, msg).field(key);
+            match locate(key.rsplit('.').next().unwrap_or(key)) {
+                Some(l) => e.at_line(l),
+                None => e,
+            }
+        };
+        if file.timeline_interval_s == 0 {
+            return Err(at("timeline_interval_s", "must be > 0".into()));
+        }
+        if !(file.observation.noise_cv >= 0.0 && file.observation.noise_cv < 1.0) {
+            return Err(at("observation.noise_cv", "must be in [0, 1)".into()));
+        }
+        if file.pods.start_base_s < 0.0 || file.pods.start_per_core_s < 0.0 {
+            return Err(at("pods.start_base_s", "start latencies must be >= 0".into()));
+        }
+        if !(file.truth.bandwidth_mb_s > 0.0) || !(file.truth.gpu_core_equiv > 0.0) {
+            return Err(at("truth.bandwidth_mb_s", "bandwidth and gpu_core_equiv must be > 0".into()));
+        }
+        let nodes = load_nodes(path, &text, base, &file.cluster)?;
+        let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
+            (Some(_), Some(_)) => return Err(at("trace", "give either `trace` or `generate`, not both".into())),
+            (None, None) => return Err(at("trace", "missing workload: give `trace` (a file) or `generate`".into())),
+            (Some(t), None) => {
+                let tp = base.join(t);
+                let trace = read_trace(&tp)?;
+                (trace.jobs, tp, trace.lines)
+            }
+            (None, Some(g)) => {
+                let jobs = generate(g, file.seed);
+                let lines = vec![locate("generate").unwrap_or(0); jobs.len()];
+                (jobs, path.to_path_buf(), lines)
+            }
+        };
+        check_jobs_fit(&nodes, &jobs, &trace_path, &lines)?;
+        Ok(Scenario { path: path.to_path_buf(), file, nodes, jobs })
+    }
+}
+
+/// The 1-based line of the first `"key"` in a JSON text, for errors on valid-but-wrong values.
+pub fn key_line(text: &str, key: &str) -> Option<usize> {
+    let needle = format!("\"{key}\"");
+    text.lines().position(|l| l.contains(&needle)).map(|i| i + 1)
+}
+
+fn load_nodes(path: &Path, text: &str, base: &Path, spec: &ClusterSpec) -> Result<Vec<Node>, InputError> {
+    let mut nodes = Vec::new();
+    for (gi, g) in spec.groups.iter().enumerate() {
+        let field = |f: &str| format!("cluster.groups[{gi}].{f}");
+        let err = |f: &str, msg: &str| {
+            let e = InputError::new(path, msg.to_string()).field(field(f));
+            match key_line(text, f) {
+                Some(l) => e.at_line(l),
+                None => e,
+            }
+        };
+        if !(g.cores.is_finite() && g.cores > 0.0) {
+            return Err(err("cores", "must be a positive number of cores"));
+        }
+        if !(g.mem_gb.is_finite() && g.mem_gb > 0.0) {
+            return Err(err("mem_gb", "must be a positive number of GB"));
+        }
+        if g.count == 0 {
+            return Err(err("count", "must be at least 1"));
+        }
+        let prefix = if g.name.is_empty() { format!("g{gi}") } else { g.name.clone() };
+        for i in 0..g.count {
+            nodes.push(Node {
+                name: format!("{prefix}-{i}"),
+                capacity: Resources::new(g.cores, (g.mem_gb * 1024.0).round() as u64, g.gpus),
+                allocated: Resources::ZERO,
+                gpu_model: g.gpu_model.clone(),
+            });
+        }
+    }
+    if let Some(list) = &spec.node_list {
+        nodes.extend(read_node_list(&base.join(list))?);
+    }
+    if nodes.is_empty() {
+        let e = InputError::new(path, "the cluster has no nodes: give `groups` or `node_list`").field("cluster");
+        return Err(match key_line(text, "cluster") {
+            Some(l) => e.at_line(l),
+            None => e,
+        });
+    }
+    Ok(nodes)
+}
+
+/// Reads `name,cores,mem_gb,gpus,gpu_model` (header required; gpus and gpu_model optional).
+pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read node list: {e}")))?;
+    let mut lines = text.lines().enumerate();
+    let header = lines.next().map(|(_, l)| l.trim()).unwrap_or("");
+    if !header.starts_with("name,cores,mem_gb") {
+        return Err(InputError::new(path, "expected header `name,cores,mem_gb,gpus,gpu_model`").at_line(1));
+    }
+    let mut nodes = Vec::new();
+    for (i, line) in lines {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = line.split(',').map(str::trim).collect();
+        let num = |idx: usize, field: &str| -> Result<f64, InputError> {
+            let raw = cols.get(idx).copied().unwrap_or("");
+            match raw.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                _ => Err(InputError::new(path, format!("expected a non-negative number, got `{raw}`")).at_line(line_no).field(field)),
+            }
+        };
+        let cores = num(1, "cores")?;
+        let mem_gb = num(2, "mem_gb")?;
+        if cores == 0.0 || mem_gb == 0.0 {
+            return Err(InputError::new(path, "a node needs cores and memory").at_line(line_no).field("cores"));
+        }
+        let gpus = if cols.len() > 3 && !cols[3].is_empty() { num(3, "gpus")? as u32 } else { 0 };
+        nodes.push(Node {
+            name: cols[0].to_string(),
+            capacity: Resources::new(cores, (mem_gb * 1024.0).round() as u64, gpus),
+            allocated: Resources::ZERO,
+            gpu_model: cols.get(4).map(|s| s.to_string()).unwrap_or_default(),
+        });
+    }
+    Ok(nodes)
+}
+
+/// Rejects jobs whose pods could never be placed, naming the trace line and field.
+fn check_jobs_fit(nodes: &[Node], jobs: &[JobSpec], file: &Path, lines: &[usize]) -> Result<(), InputError> {
+    let max = nodes.iter().fold(Resources::ZERO, |m, n| Resources {
+        cpu_milli: m.cpu_milli.max(n.capacity.cpu_milli),
+        mem_mb: m.mem_mb.max(n.capacity.mem_mb),
+        gpu: m.gpu.max(n.capacity.gpu),
+    });
+    let fits = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.capacity));
+    for (job, &line) in jobs.iter().zip(lines) {
+        let worker = Resources::new(job.worker_cpu, job.worker_mem_mb, job.worker_gpu);
+        let ps = Resources::new(job.ps_cpu, job.ps_mem_mb, 0);
+        for (role, req, prefix) in [("worker", worker, "worker"), ("PS", ps, "ps")] {
+            if fits(&req) {
+                continue;
+            }
+            let field = if req.cpu_milli > max.cpu_milli {
+                format!("{prefix}_cpu")
+            } else if req.mem_mb > max.mem_mb {
+                format!("{prefix}_mem_mb")
+            } else if req.gpu > max.gpu {
+                format!("{prefix}_gpu")
+            } else {
+                format!("{prefix}_cpu")
+            };
+            return Err(InputError::new(
+                file,
+                format!(
+                    "job {}: a {role} pod ({} cores, {} MB, {} GPU) is larger than any node (largest: {} cores, {} MB, {} GPU)",
+                    job.id,
+                    req.cpu_cores(),
+                    req.mem_mb,
+                    req.gpu,
+                    max.cpu_cores(),
+                    max.mem_mb,
+                    max.gpu
+                ),
+            )
+            .at_line(line)
+            .field(field));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,422 @@
+//! The simulated world: the closed [`Event`] enum and the one place that handles it.
+//!
+//! Every state change in a run starts in [`World::handle`]. Policies are consulted on job
+//! arrival and on their tick, and their actions are validated and applied here.
+
+use crate::cluster::Cluster;
+use crate::job::{FailReason, Job, Pod, PodState, Role, TruthEnv};
+use crate::metrics::TimelineRow;
+use crate::perf;
+use crate::policy::{Action, ClusterView, JobConfig, JobPhase, JobView, Policy, ProfileSample};
+use crate::scenario::Scenario;
+use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
+use rand_distr::{Distribution, LogNormal, StandardNormal};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+
+/// Everything that can happen in a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// Job `0` (an index) is submitted.
+    JobArrival(usize),
+    /// Try to place pending pods (coalesced: at most one queued at a time).
+    Schedule,
+    /// A placed pod finished starting and is now running.
+    PodReady(usize),
+    /// The job reaches its total samples, if its rate did not change (`generation`).
+    JobComplete { job: usize, generation: u64 },
+    /// A PS of the job exceeds its memory limit, if its rate did not change.
+    Oom { job: usize, generation: u64 },
+    /// The policy's periodic decision point.
+    PolicyTick,
+    /// Record the timeline and the profiles policies observe.
+    Sample,
+}
+
+pub struct World {
+    pub cluster: Cluster,
+    pub jobs: Vec<Job>,
+    pub pods: Vec<Pod>,
+    policy: Box<dyn Policy>,
+    env: TruthEnv,
+    start_base_s: f64,
+    start_per_core_s: f64,
+    sample_every: SimTime,
+    noise_cv: f64,
+    history_len: usize,
+    horizon: Option<SimTime>,
+    /// Pending pods, in scheduling order: higher priority first, then submission order.
+    pending: BTreeSet<(Reverse<i32>, usize, usize)>,
+    schedule_queued: bool,
+    active: BTreeSet<usize>,
+    /// Trace job id -> index. Only looked up, never iterated, so its order cannot leak.
+    job_index: HashMap<u64, usize>,
+    /// Jobs not yet completed or failed (including those not yet submitted).
+    unfinished: usize,
+    noise: SimRng,
+    pub timeline: Vec<TimelineRow>,
+    pub rejected_actions: u64,
+}
+
+impl World {
+    /// Builds the world and queues the initial events.
+    pub fn new(scenario: &Scenario, policy: Box<dyn Policy>, queue: &mut EventQueue<Event>) -> World {
+        let f = &scenario.file;
+        let streams = RngStreams::new(f.seed);
+        let jobs: Vec<Job> = scenario
+            .jobs
+            .iter()
+            .map(|spec| {
+                let mut rng = streams.substream("job-truth", spec.id);
+                let sigma = f.truth.job_variation_sigma;
+                let factor = |rng: &mut SimRng| {
+                    if sigma > 0.0 {
+                        LogNormal::new(0.0, sigma).expect("valid sigma").sample(rng)
+                    } else {
+                        1.0
+                    }
+                };
+                let factors = [factor(&mut rng), factor(&mut rng), factor(&mut rng), factor(&mut rng)];
+                Job::new(spec.clone(), f.truth.params_for(spec.model).perturbed(factors))
+            })
+            .collect();
+        for (i, job) in jobs.iter().enumerate() {
+            queue.push(job.request.submit, Event::JobArrival(i));
+        }
+        let sample_every = SimTime::from_secs(f.timeline_interval_s);
+        queue.push(SimTime::ZERO, Event::Sample);
+        if let Some(every) = policy.tick_interval() {
+            queue.push(every, Event::PolicyTick);
+        }
+        World {
+            cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
+            unfinished: jobs.len(),
+            jobs,
+            pods: Vec::new(),
+            policy,
+            env: TruthEnv { bandwidth_mb_s: f.truth.bandwidth_mb_s, gpu_core_equiv: f.truth.gpu_core_equiv },
+            start_base_s: f.pods.start_base_s,
+            start_per_core_s: f.pods.start_per_core_s,
+            sample_every,
+            noise_cv: f.observation.noise_cv,
+            history_len: f.observation.history_len,
+            horizon: f.horizon_s.map(SimTime::from_secs),
+            pending: BTreeSet::new(),
+            schedule_queued: false,
+            active: BTreeSet::new(),
+            job_index: scenario.jobs.iter().enumerate().map(|(i, s)| (s.id, i)).collect(),
+            noise: streams.stream("observation-noise"),
+            timeline: Vec::new(),
+            rejected_actions: 0,
+        }
+    }
+
+    pub fn policy_spec(&self) -> String {
+        self.policy.spec()
+    }
+
+    /// Ends the run at `now`: jobs still active become failed with reason `unfinished`.
+    pub fn finish(&mut self, now: SimTime) {
+        let active: Vec<usize> = self.active.iter().copied().collect();
+        for j in active {
+            self.end_job(now, j, JobPhase::Failed, Some(FailReason::Unfinished));
+        }
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].is_active() {
+                let job = &mut self.jobs[j];
+                job.phase = JobPhase::Failed;
+                job.fail_reason = Some(FailReason::Unfinished);
+            }
+        }
+        self.cluster.check_invariants();
+    }
+
+    /// Asks the policy, with a fresh view, and applies what it returns.
+    fn consult(&mut self, now: SimTime, arrival: Option<usize>, queue: &mut EventQueue<Event>) {
+        let view = ClusterView {
+            now,
+            capacity: self.cluster.capacity(),
+            allocated: self.cluster.allocated(),
+            nodes: self.cluster.nodes(),
+            jobs: self.active.iter().map(|&j| job_view(&self.jobs[j])).collect(),
+        };
+        let actions = match arrival {
+            Some(j) => self.policy.on_submit(&job_view(&self.jobs[j]), &view),
+            None => self.policy.on_tick(&view),
+        };
+        self.apply(now, actions, queue);
+    }
+
+    fn apply(&mut self, now: SimTime, actions: Vec<Action>, queue: &mut EventQueue<Event>) {
+        for action in actions {
+            match action {
+                Action::Launch { job, config } => self.launch(now, job, config, queue),
+            }
+        }
+    }
+
+    fn launch(&mut self, now: SimTime, job_id: u64, config: JobConfig, queue: &mut EventQueue<Event>) {
+        let Some(&j) = self.job_index.get(&job_id) else {
+            self.rejected_actions += 1;
+            return;
+        };
+        if self.jobs[j].phase != JobPhase::Submitted {
+            self.rejected_actions += 1;
+            return;
+        }
+        let valid = config.workers >= 1
+            && config.ps >= 1
+            && config.worker_cpu > 0.0
+            && config.ps_cpu > 0.0
+            && config.worker_mem_mb > 0
+            && config.ps_mem_mb > 0
+            && self.cluster.could_ever_fit(&config.worker_request())
+            && self.cluster.could_ever_fit(&config.ps_request());
+        if !valid {
+            self.rejected_actions += 1;
+            self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));
+            return;
+        }
+        let job = &mut self.jobs[j];
+        job.config = config;
+        job.phase = JobPhase::Starting;
+        job.last_update = now;
+        let priority = job.spec.priority;
+        let roles = std::iter::repeat_n(Role::Ps, config.ps as usize).chain(std::iter::repeat_n(Role::Worker, config.workers as usize));
+        for role in roles {
+            let request = match role {
+                Role::Ps => config.ps_request(),
+                Role::Worker => config.worker_request(),
+            };
+            let p = self.pods.len();
+            self.pods.push(Pod { job: j, role, request, state: PodState::Pending, node: None });
+            self.jobs[j].pods.push(p);
+            self.pending.insert((Reverse(priority), j, p));
+        }
+        self.jobs[j].pending_pods = config.ps + config.workers;
+        self.active.insert(j);
+        self.queue_schedule(now, queue);
+    }
+
+    fn queue_schedule(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
+        if !self.schedule_queued && !self.pending.is_empty() {
+            self.schedule_queued = true;
+            queue.push(now, Event::Schedule);
+        }
+    }
+
+    /// Places pending pods in order. A pod that does not fit is skipped (later, smaller
+    /// pods may still fit); requests at least as large as one that failed are not retried.
+    fn schedule(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
+        self.schedule_queued = false;
+        let mut failed: Vec<crate::Resources> = Vec::new();
+        let mut placed = Vec::new();
+        for &(prio, j, p) in &self.pending {
+            let req = self.pods[p].request;
+            if failed.iter().any(|f| f.fits_in(&req)) {
+                continue;
+            }
+            match self.cluster.place(&req) {
+                Some(node) => {
+                    let pod = &mut self.pods[p];
+                    pod.state = PodState::Starting;
+                    pod.node = Some(node);
+                    let latency = self.start_base_s + self.start_per_core_s * req.cpu_cores();
+                    queue.push(now + SimTime::from_secs_f64_ceil(latency), Event::PodReady(p));
+                    placed.push((prio, j, p));
+                }
+                None => failed.push(req),
+            }
+        }
+        for key in placed {
+            self.pending.remove(&key);
+            self.jobs[key.1].pending_pods -= 1;
+        }
+    }
+
+    fn pod_ready(&mut self, now: SimTime, p: usize, queue: &mut EventQueue<Event>) {
+        if self.pods[p].state != PodState::Starting {
+            return; // The job ended while this pod was starting.
+        }
+        self.pods[p].state = PodState::Running;
+        let j = self.pods[p].job;
+        self.jobs[j].advance(now, &self.pods);
+        match self.pods[p].role {
+            Role::Ps => self.jobs[j].running_ps += 1,
+            Role::Worker => self.jobs[j].running_workers += 1,
+        }
+        let job = &mut self.jobs[j];
+        if job.running_ps == job.config.ps && job.running_workers >= 1 && job.phase == JobPhase::Starting {
+            job.phase = JobPhase::Training;
+            job.start.get_or_insert(now);
+        }
+        self.refresh_rate(now, j, queue);
+    }
+
+    /// Recomputes a job's throughput after its running pods changed, and re-arms its
+    /// completion and OOM events. Call only after `advance(now)`.
+    fn refresh_rate(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
+        let env = self.env;
+        let job = &mut self.jobs[j];
+        job.generation += 1;
+        if job.phase != JobPhase::Training {
+            job.rate = 0.0;
+            job.iter = None;
+            return;
+        }
+        let inputs = job.perf_inputs(&env);
+        let it = perf::iteration_time(&job.truth, &inputs);
+        job.rate = inputs.workers * inputs.batch / it.total_s();
+        job.iter = Some(it);
+        let generation = job.generation;
+        if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
+            queue.push(now, Event::Oom { job: j, generation });
+            return;
+        }
+        let remaining = (job.total_samples() - job.samples_done).max(0.0);
+        let finish_s = remaining / job.rate;
+        if let Some(oom_samples) = job.ps_oom_at_samples() {
+            if oom_samples < job.total_samples() {
+                let oom_s = (oom_samples - job.samples_done).max(0.0) / job.rate;
+                queue.push(now + SimTime::from_secs_f64_ceil(oom_s), Event::Oom { job: j, generation });
+                if oom_s <= finish_s {
+                    return;
+                }
+            }
+        }
+        queue.push(now + SimTime::from_secs_f64_ceil(finish_s), Event::JobComplete { job: j, generation });
+    }
+
+    fn end_job(&mut self, now: SimTime, j: usize, phase: JobPhase, reason: Option<FailReason>) {
+        self.jobs[j].advance(now, &self.pods);
+        for k in 0..self.jobs[j].pods.len() {
+            let p = self.jobs[j].pods[k];
+            let pod = &mut self.pods[p];
+            match pod.state {
+                PodState::Starting | PodState::Running => {
+                    self.cluster.release(pod.node.expect("placed pod has a node"), &pod.request);
+                }
+                PodState::Pending => {
+                    self.pending.remove(&(Reverse(self.jobs[j].spec.priority), j, p));
+                }
+                PodState::Finished => {}
+            }
+            pod.state = PodState::Finished;
+        }
+        let job = &mut self.jobs[j];
+        job.phase = phase;
+        job.fail_reason = reason;
+        job.end = Some(now);
+        job.rate = 0.0;
+        job.iter = None;
+        job.running_ps = 0;
+        job.running_workers = 0;
+        job.pending_pods = 0;
+        job.generation += 1;
+        self.active.remove(&j);
+        self.unfinished -= 1;
+    }
+
+    fn sample(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
+        let mut used = (0.0, 0.0, 0.0);
+        let mut running = 0u32;
+        for &j in &self.active {
+            let job = &mut self.jobs[j];
+            job.advance(now, &self.pods);
+            let (cpu, mem, gpu) = job.used(job.samples_done);
+            used = (used.0 + cpu, used.1 + mem, used.2 + gpu);
+            if job.phase != JobPhase::Training {
+                continue;
+            }
+            running += 1;
+            let (wb, pb) = job.iter.as_ref().map(perf::busy_fractions).unwrap_or((0.0, 0.0));
+            let mut noisy = |x: f64| {
+                let z: f64 = StandardNormal.sample(&mut self.noise);
+                (x * (1.0 + self.noise_cv * z)).max(0.0)
+            };
+            let sample = ProfileSample {
+                time: now,
+                running_workers: job.running_workers,
+                running_ps: job.running_ps,
+                steps_per_s: noisy(job.rate / f64::from(job.spec.batch_size)),
+                worker_cpu_used: noisy(wb * job.config.worker_cpu),
+                ps_cpu_used: noisy(pb * job.config.ps_cpu),
+                worker_mem_used_mb: noisy(job.worker_mem_used_mb()),
+                ps_mem_used_mb_max: noisy(job.ps_mem_used_mb(job.samples_done)),
+            };
+            if job.history.len() >= self.history_len {
+                job.history.remove(0);
+            }
+            job.history.push(sample);
+        }
+        let alloc = self.cluster.allocated();
+        self.timeline.push(TimelineRow {
+            time_s: now.as_ms() / 1000,
+            cpu_alloc: alloc.cpu_cores(),
+            cpu_used: used.0,
+            mem_alloc_mb: alloc.mem_mb as f64,
+            mem_used_mb: used.1,
+            gpu_alloc: f64::from(alloc.gpu),
+            gpu_used: used.2,
+            running_jobs: running,
+            active_jobs: self.active.len() as u32,
+            pending_pods: self.pending.len() as u32,
+        });
+        if self.unfinished > 0 {
+            queue.push(now + self.sample_every, Event::Sample);
+        }
+    }
+
+}
+
+fn job_view(job: &Job) -> JobView<'_> {
+    JobView {
+        request: &job.request,
+        phase: job.phase,
+        config: job.config,
+        running_workers: job.running_workers,
+        running_ps: job.running_ps,
+        pending_pods: job.pending_pods,
+        steps_done: job.steps_done(),
+        history: &job.history,
+        oom_kills: job.oom_kills,
+    }
+}
+
+impl dlsim_engine::World for World {
+    type Event = Event;
+
+    fn handle(&mut self, now: SimTime, event: Event, queue: &mut EventQueue<Event>) {
+        match event {
+            Event::JobArrival(j) => self.consult(now, Some(j), queue),
+            Event::Schedule => self.schedule(now, queue),
+            Event::PodReady(p) => self.pod_ready(now, p, queue),
+            Event::JobComplete { job, generation } => {
+                if self.jobs[job].generation == generation && self.jobs[job].is_active() {
+                    self.end_job(now, job, JobPhase::Completed, None);
+                    self.queue_schedule(now, queue);
+                }
+            }
+            Event::Oom { job, generation } => {
+                if self.jobs[job].generation == generation && self.jobs[job].is_active() {
+                    self.jobs[job].oom_kills += 1;
+                    self.end_job(now, job, JobPhase::Failed, Some(FailReason::Oom));
+                    self.queue_schedule(now, queue);
+                }
+            }
+            Event::PolicyTick => {
+                self.consult(now, None, queue);
+                if self.unfinished > 0 {
+                    if let Some(every) = self.policy.tick_interval() {
+                        queue.push(now + every, Event::PolicyTick);
+                    }
+                }
+            }
+            Event::Sample => self.sample(now, queue),
+        }
+    }
+
+    fn done(&self, now: SimTime) -> bool {
+        self.horizon.is_some_and(|h| now > h)
+    }
+}

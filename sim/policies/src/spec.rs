@@ -1,0 +1,132 @@
+//! Policy spec strings: `name` or `name[key=value,key=value]`.
+//!
+//! Parameters are kept in a `BTreeMap`, so a spec's canonical form (used in outputs) lists
+//! them in a fixed order. Each policy takes the keys it knows and rejects the rest, so a
+//! typo in an ablation sweep is an error, not a silently ignored knob.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error("malformed policy spec `{spec}`: {why}")]
+    Malformed { spec: String, why: String },
+    #[error("unknown policy `{name}` (known: {known})")]
+    UnknownPolicy { name: String, known: String },
+    #[error("policy `{policy}` has no parameter `{key}` (it takes: {known})")]
+    UnknownParam { policy: String, key: String, known: String },
+    #[error("policy `{policy}`: parameter `{key}` = `{value}`: {why}")]
+    BadValue { policy: String, key: String, value: String, why: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub params: BTreeMap<String, String>,
+}
+
+impl PolicySpec {
+    pub fn parse(spec: &str) -> Result<PolicySpec, SpecError> {
+        let bad = |why: &str| SpecError::Malformed { spec: spec.to_string(), why: why.to_string() };
+        let spec_t = spec.trim();
+        let (name, rest) = match spec_t.find('[') {
+            Some(i) => {
+                if !spec_t.ends_with(']') {
+                    return Err(bad("missing closing `]`"));
+                }
+                (&spec_t[..i], Some(&spec_t[i + 1..spec_t.len() - 1]))
+            }
+            None => (spec_t, None),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(bad("the name must be letters, digits, `-` or `_`"));
+        }
+        let mut params = BTreeMap::new();
+        if let Some(rest) = rest.filter(|r| !r.trim().is_empty()) {
+            for kv in rest.split(',') {
+                let (k, v) = kv.split_once('=').ok_or_else(|| bad(&format!("`{kv}` is not key=value")))?;
+                let (k, v) = (k.trim(), v.trim());
+                if k.is_empty() || v.is_empty() {
+                    return Err(bad(&format!("empty key or value in `{kv}`")));
+                }
+                if params.insert(k.to_string(), v.to_string()).is_some() {
+                    return Err(bad(&format!("`{k}` given twice")));
+                }
+            }
+        }
+        Ok(PolicySpec { name: name.to_string(), params })
+    }
+
+    /// The canonical form: parameters sorted by key.
+    pub fn canonical(&self) -> String {
+        if self.params.is_empty() {
+            return self.name.clone();
+        }
+        let kv: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{}[{}]", self.name, kv.join(","))
+    }
+
+    /// Fails if any parameter is not in `known`.
+    pub fn only(&self, known: &[&str]) -> Result<(), SpecError> {
+        for k in self.params.keys() {
+            if !known.contains(&k.as_str()) {
+                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                return Err(SpecError::UnknownParam { policy: self.name.clone(), key: k.clone(), known });
+            }
+        }
+        Ok(())
+    }
+
+    /// A numeric parameter, or `default` when absent.
+    pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, SpecError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| SpecError::BadValue {
+                policy: self.name.clone(),
+                key: key.to_string(),
+                value: v.clone(),
+                why: "expected a number".into(),
+            }),
+        }
+    }
+
+    /// A switch: `on/off`, `true/false`, `1/0`.
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, SpecError> {
+        match self.params.get(key).map(String::as_str) {
+            None => Ok(default),
+            Some("on" | "true" | "1" | "yes") => Ok(true),
+            Some("off" | "false" | "0" | "no") => Ok(false),
+            Some(v) => Err(SpecError::BadValue {
+                policy: self.name.clone(),
+                key: key.to_string(),
+                value: v.to_string(),
+                why: "expected on/off".into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_params() {
+        let s = PolicySpec::parse("dlrover[warm_start=off, rho=2.5]").unwrap();
+        assert_eq!(s.name, "dlrover");
+        assert_eq!(s.params["rho"], "2.5");
+        assert_eq!(s.canonical(), "dlrover[rho=2.5,warm_start=off]");
+        assert!(!s.bool_or("warm_start", true).unwrap());
+        assert_eq!(s.f64_or("rho", 1.0).unwrap(), 2.5);
+        assert_eq!(PolicySpec::parse("static").unwrap().canonical(), "static");
+    }
+
+    #[test]
+    fn rejects_malformed_specs() {
+        for bad in ["", "x[", "x[a]", "x[a=1,a=2]", "x y", "x[=1]"] {
+            assert!(PolicySpec::parse(bad).is_err(), "{bad} should be rejected");
+        }
+        let s = PolicySpec::parse("es[theta=abc]").unwrap();
+        assert!(s.f64_or("theta", 0.3).is_err());
+        assert!(s.only(&["spawn"]).is_err());
+    }
+}

@@ -137,11 +137,11 @@ pub fn busy_fractions(t: &IterationTime) -> (f64, f64) {
 }
 
 /// Memory model constants (the hidden truth). Sources: a TensorFlow PS or worker process
-/// holds a runtime baseline of roughly a GB (assumption); dense parameters are held with
+/// holds a runtime baseline of 2-3 GB: graph, input pipeline buffers, RPC queues (assumption); dense parameters are held with
 /// Adagrad slots (x3 on PS: value + accumulator + staging); embedding memory grows with
 /// the new IDs seen (MISSION: categories grow with throughput x dt).
-pub const WORKER_BASE_MB: f64 = 1_024.0;
-pub const PS_BASE_MB: f64 = 1_024.0;
+pub const WORKER_BASE_MB: f64 = 3_072.0;
+pub const PS_BASE_MB: f64 = 2_048.0;
 
 pub fn worker_mem_mb(dense_mb: f64, batch: f64, emb_dim: f64) -> f64 {
     // Dense replica x2 (value + gradient) plus the batch's 26 embedding activations.

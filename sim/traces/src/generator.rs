@@ -147,8 +147,8 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
     let worker_cpu = pick(rng, &[(4.0, 0.2), (8.0, 0.35), (16.0, 0.3), (32.0, 0.15)]);
     let ps_cpu = pick(rng, &[(4.0, 0.2), (8.0, 0.4), (16.0, 0.3), (24.0, 0.1)]);
     // What the user believes the pods need, then their safety factor.
-    let worker_need_mb = 2_048.0 + dense_mb * 2.0;
-    let ps_need_mb = 1_024.0 + (dense_mb * 3.0 + emb_mb_final) / f64::from(ps);
+    let worker_need_mb = 3_072.0 + dense_mb * 2.0;
+    let ps_need_mb = 2_048.0 + (dense_mb * 3.0 + emb_mb_final) / f64::from(ps);
     let factor = |rng: &mut _| {
         let f: f64 = LogNormal::new(
             cfg.mem_overprovision_median.ln(),

@@ -1,0 +1,136 @@
+//! Bad input gets one readable message naming file, line and field, exit code 2, no panic,
+//! and no output files.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+const CLUSTER: &str = r#"{ "groups": [ { "count": 4, "cores": 32, "mem_gb": 192 } ] }"#;
+
+fn good_job() -> serde_json::Value {
+    serde_json::json!({
+        "id": 1, "submit_s": 0, "model": "wide_deep", "batch_size": 512, "steps": 1000,
+        "dense_mb": 20.0, "emb_dim": 16, "emb_mb_per_msample": 1.0,
+        "workers": 2, "ps": 1, "worker_cpu": 4.0, "worker_mem_mb": 8192, "ps_cpu": 4.0, "ps_mem_mb": 8192
+    })
+}
+
+fn write_trace(dir: &Path, job: &serde_json::Value) -> PathBuf {
+    let header = r#"{"format":"dlsim-trace","version":1}"#;
+    let path = dir.join("trace.jsonl");
+    std::fs::write(&path, format!("{header}\n{}\n", good_job()) + &format!("{job}\n")).unwrap();
+    path
+}
+
+fn write_scenario(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// Runs a replay that must fail with exit code 2, mention every `needle`, and write nothing.
+fn assert_rejected(dir: &Path, scenario: &Path, extra: &[&str], needles: &[&str]) {
+    let out = dir.join("out");
+    let mut args = vec!["replay", path_str(scenario), "--out", path_str(&out)];
+    args.extend_from_slice(extra);
+    let o = dlsim(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "exit code 2 expected; stderr: {err}");
+    assert!(!err.contains("panicked"), "no panic: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+    for n in needles {
+        assert!(err.contains(n), "message should mention `{n}`: {err}");
+    }
+    assert!(!out.exists(), "no output folder may be created on bad input");
+}
+
+fn scenario_with_trace(dir: &Path) -> PathBuf {
+    write_scenario(dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {CLUSTER}\n}}\n"))
+}
+
+#[test]
+fn missing_field_in_trace_names_line_and_field() {
+    let dir = scratch("bad-missing-field");
+    let mut job = good_job();
+    job["id"] = 2.into();
+    job.as_object_mut().unwrap().remove("steps");
+    write_trace(&dir, &job);
+    let s = scenario_with_trace(&dir);
+    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "steps", "missing field"]);
+}
+
+#[test]
+fn wrong_type_names_line_and_field() {
+    let dir = scratch("bad-wrong-type");
+    let mut job = good_job();
+    job["id"] = 2.into();
+    job["workers"] = "many".into();
+    write_trace(&dir, &job);
+    let s = scenario_with_trace(&dir);
+    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "field `workers`"]);
+}
+
+#[test]
+fn negative_cpu_is_rejected() {
+    let dir = scratch("bad-negative-cpu");
+    let mut job = good_job();
+    job["id"] = 2.into();
+    job["ps_cpu"] = (-4.0).into();
+    write_trace(&dir, &job);
+    let s = scenario_with_trace(&dir);
+    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "field `ps_cpu`", "positive"]);
+}
+
+#[test]
+fn negative_node_cores_in_scenario_is_rejected() {
+    let dir = scratch("bad-negative-node");
+    write_trace(&dir, &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}));
+    let s = write_scenario(
+        &dir,
+        "{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {\n    \"groups\": [ { \"count\": 2,\n      \"cores\": -8, \"mem_gb\": 64 } ]\n  }\n}\n",
+    );
+    assert_rejected(&dir, &s, &[], &["scenario.json:5", "cluster.groups[0].cores"]);
+}
+
+#[test]
+fn pod_larger_than_any_node_is_rejected() {
+    let dir = scratch("bad-too-large");
+    let mut job = good_job();
+    job["id"] = 2.into();
+    job["worker_cpu"] = 64.0.into();
+    write_trace(&dir, &job);
+    let s = scenario_with_trace(&dir);
+    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "field `worker_cpu`", "larger than any node"]);
+}
+
+#[test]
+fn unknown_policy_in_scenario_names_the_line() {
+    let dir = scratch("bad-policy-scenario");
+    write_trace(&dir, &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}));
+    let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"policy\": \"magic\",\n  \"cluster\": {CLUSTER}\n}}\n"));
+    assert_rejected(&dir, &s, &[], &["scenario.json:3", "field `policy`", "unknown policy `magic`"]);
+}
+
+#[test]
+fn unknown_policy_on_the_command_line() {
+    let dir = scratch("bad-policy-cli");
+    let s = repo().join("scenarios/quickstart.json");
+    assert_rejected(&dir, &s, &["--policy", "dlrover-rm-typo"], &["--policy", "unknown policy"]);
+    assert_rejected(&dir, &s, &["--policy", "static[rho=1]"], &["--policy", "no parameter `rho`"]);
+}
+
+#[test]
+fn unknown_file_is_rejected() {
+    let dir = scratch("bad-unknown-file");
+    assert_rejected(&dir, &dir.join("nope.json"), &[], &["nope.json", "cannot read"]);
+    let s = write_scenario(&dir, &format!("{{ \"trace\": \"missing.jsonl\", \"cluster\": {CLUSTER} }}"));
+    assert_rejected(&dir, &s, &[], &["missing.jsonl", "cannot open"]);
+}
+
+#[test]
+fn malformed_json_names_the_line() {
+    let dir = scratch("bad-json");
+    let s = write_scenario(&dir, "{\n  \"trace\": \"t.jsonl\",\n  \"cluster\": { \"groups\": [ ,] }\n}\n");
+    assert_rejected(&dir, &s, &[], &["scenario.json:3"]);
+    let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"t.jsonl\", \"clustr\": {CLUSTER}\n}}\n"));
+    assert_rejected(&dir, &s, &[], &["scenario.json:2", "unknown field `clustr`"]);
+}

@@ -1,0 +1,7 @@
+//! Integration tests, one binary, modules named by the behaviour they pin down.
+
+mod bad_input;
+mod cli;
+mod determinism;
+mod simulation;
+mod support;

@@ -1,0 +1,32 @@
+//! Helpers: run the real `dlsim` binary, make scratch folders, and locate bundled files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn dlsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dlsim")).args(args).current_dir(repo()).output().expect("dlsim runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh empty folder under the target dir, unique per test name.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = repo().join("target").join("it-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}

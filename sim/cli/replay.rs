@@ -40,21 +40,34 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         scenario.file.seed = seed;
     }
-    let policy_spec = args.policy.clone().unwrap_or_else(|| scenario.file.policy.clone());
+    let policy_spec = args
+        .policy
+        .clone()
+        .unwrap_or_else(|| scenario.file.policy.clone());
     let policy = dlsim_policies::build(&policy_spec).map_err(|e| match &args.policy {
         Some(_) => BadInput(format!("--policy: {e}")),
         None => {
             let text = std::fs::read_to_string(&args.scenario).unwrap_or_default();
-            let line = key_line(&text, "policy").map(|l| format!(":{l}")).unwrap_or_default();
-            BadInput(format!("{}{line}: field `policy`: {e}", args.scenario.display()))
+            let line = key_line(&text, "policy")
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            BadInput(format!(
+                "{}{line}: field `policy`: {e}",
+                args.scenario.display()
+            ))
         }
     })?;
     let load_s = wall.elapsed().as_secs_f64();
     let sim_start = Instant::now();
     let output = dlsim_model::run(&scenario, policy);
     let sim_s = sim_start.elapsed().as_secs_f64();
-    let out_dir = args.out.clone().unwrap_or_else(|| default_out_dir(&output.summary));
-    output.write(&out_dir).with_context(|| format!("writing outputs to {}", out_dir.display()))?;
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&output.summary));
+    output
+        .write(&out_dir)
+        .with_context(|| format!("writing outputs to {}", out_dir.display()))?;
     let run_json = serde_json::json!({
         "dlsim_version": env!("CARGO_PKG_VERSION"),
         "scenario_file": args.scenario,
@@ -66,7 +79,11 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         "peak_rss_mb": peak_rss_mb(),
         "threads": 1,
     });
-    write_atomic(&out_dir, "run.json", (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes())?;
+    write_atomic(
+        &out_dir,
+        "run.json",
+        (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes(),
+    )?;
     if !args.quiet {
         print_summary(&output.summary);
         println!(
@@ -90,7 +107,17 @@ fn reload_with_seed(path: &Path, seed: u64) -> anyhow::Result<Scenario> {
 }
 
 fn default_out_dir(s: &Summary) -> PathBuf {
-    let policy: String = s.policy.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=' { c } else { '_' }).collect();
+    let policy: String = s
+        .policy
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     PathBuf::from("reports/runs").join(format!("{}-{}-s{}", s.scenario, policy, s.seed))
 }
 
@@ -111,7 +138,10 @@ fn print_summary(s: &Summary) {
         ("seed", s.seed.to_string()),
         ("jobs submitted", s.jobs_submitted.to_string()),
         ("jobs completed", s.jobs_completed.to_string()),
-        ("jobs failed", format!("{} {:?}", s.jobs_failed, s.failures_by_reason)),
+        (
+            "jobs failed",
+            format!("{} {:?}", s.jobs_failed, s.failures_by_reason),
+        ),
         ("JCR", pct(s.jcr)),
         ("JCT mean", mins(s.jct_mean_s)),
         ("JCT median", mins(s.jct_median_s)),
@@ -119,8 +149,14 @@ fn print_summary(s: &Summary) {
         ("job CPU util (used/alloc)", pct(s.cpu_util_mean)),
         ("job mem util (used/alloc)", pct(s.mem_util_mean)),
         ("job GPU util (used/alloc)", pct(s.gpu_util_mean)),
-        ("cluster CPU used / alloc", format!("{} / {}", pct(s.cluster_cpu_util), pct(s.cluster_cpu_alloc))),
-        ("cluster mem used / alloc", format!("{} / {}", pct(s.cluster_mem_util), pct(s.cluster_mem_alloc))),
+        (
+            "cluster CPU used / alloc",
+            format!("{} / {}", pct(s.cluster_cpu_util), pct(s.cluster_cpu_alloc)),
+        ),
+        (
+            "cluster mem used / alloc",
+            format!("{} / {}", pct(s.cluster_mem_util), pct(s.cluster_mem_alloc)),
+        ),
         ("cluster GPU used", pct(s.cluster_gpu_util)),
         ("makespan", format!("{:.2} h", s.makespan_s / 3600.0)),
     ];

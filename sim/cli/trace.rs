@@ -35,9 +35,17 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         TraceCommand::Gen(a) => {
             if !(a.days > 0.0 && a.jobs_per_day > 0.0 && (0.0..=1.0).contains(&a.gpu_fraction)) {
-                return Err(BadInput("--days and --jobs-per-day must be > 0, --gpu-fraction in [0, 1]".into()).into());
+                return Err(BadInput(
+                    "--days and --jobs-per-day must be > 0, --gpu-fraction in [0, 1]".into(),
+                )
+                .into());
             }
-            let cfg = GeneratorConfig { days: a.days, jobs_per_day: a.jobs_per_day, gpu_job_fraction: a.gpu_fraction, ..GeneratorConfig::default() };
+            let cfg = GeneratorConfig {
+                days: a.days,
+                jobs_per_day: a.jobs_per_day,
+                gpu_job_fraction: a.gpu_fraction,
+                ..GeneratorConfig::default()
+            };
             let jobs = generate(&cfg, a.seed);
             let header = TraceHeader::new(serde_json::json!({
                 "generator": "dlsim trace gen (AntGroup-style)",
@@ -45,7 +53,12 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
                 "config": cfg,
             }));
             write_trace(&a.out, &header, &jobs)?;
-            println!("wrote {} jobs over {} days to {}", jobs.len(), a.days, a.out.display());
+            println!(
+                "wrote {} jobs over {} days to {}",
+                jobs.len(),
+                a.days,
+                a.out.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

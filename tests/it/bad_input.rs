@@ -17,7 +17,11 @@ fn good_job() -> serde_json::Value {
 fn write_trace(dir: &Path, job: &serde_json::Value) -> PathBuf {
     let header = r#"{"format":"dlsim-trace","version":1}"#;
     let path = dir.join("trace.jsonl");
-    std::fs::write(&path, format!("{header}\n{}\n", good_job()) + &format!("{job}\n")).unwrap();
+    std::fs::write(
+        &path,
+        format!("{header}\n{}\n", good_job()) + &format!("{job}\n"),
+    )
+    .unwrap();
     path
 }
 
@@ -34,17 +38,27 @@ fn assert_rejected(dir: &Path, scenario: &Path, extra: &[&str], needles: &[&str]
     args.extend_from_slice(extra);
     let o = dlsim(&args);
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "exit code 2 expected; stderr: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "exit code 2 expected; stderr: {err}"
+    );
     assert!(!err.contains("panicked"), "no panic: {err}");
     assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
     for n in needles {
         assert!(err.contains(n), "message should mention `{n}`: {err}");
     }
-    assert!(!out.exists(), "no output folder may be created on bad input");
+    assert!(
+        !out.exists(),
+        "no output folder may be created on bad input"
+    );
 }
 
 fn scenario_with_trace(dir: &Path) -> PathBuf {
-    write_scenario(dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {CLUSTER}\n}}\n"))
+    write_scenario(
+        dir,
+        &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {CLUSTER}\n}}\n"),
+    )
 }
 
 #[test]
@@ -77,18 +91,31 @@ fn negative_cpu_is_rejected() {
     job["ps_cpu"] = (-4.0).into();
     write_trace(&dir, &job);
     let s = scenario_with_trace(&dir);
-    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "field `ps_cpu`", "positive"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &["trace.jsonl:3", "field `ps_cpu`", "positive"],
+    );
 }
 
 #[test]
 fn negative_node_cores_in_scenario_is_rejected() {
     let dir = scratch("bad-negative-node");
-    write_trace(&dir, &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}));
+    write_trace(
+        &dir,
+        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
+    );
     let s = write_scenario(
         &dir,
         "{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {\n    \"groups\": [ { \"count\": 2,\n      \"cores\": -8, \"mem_gb\": 64 } ]\n  }\n}\n",
     );
-    assert_rejected(&dir, &s, &[], &["scenario.json:5", "cluster.groups[0].cores"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &["scenario.json:5", "cluster.groups[0].cores"],
+    );
 }
 
 #[test]
@@ -99,38 +126,88 @@ fn pod_larger_than_any_node_is_rejected() {
     job["worker_cpu"] = 64.0.into();
     write_trace(&dir, &job);
     let s = scenario_with_trace(&dir);
-    assert_rejected(&dir, &s, &[], &["trace.jsonl:3", "field `worker_cpu`", "larger than any node"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &[
+            "trace.jsonl:3",
+            "field `worker_cpu`",
+            "larger than any node",
+        ],
+    );
 }
 
 #[test]
 fn unknown_policy_in_scenario_names_the_line() {
     let dir = scratch("bad-policy-scenario");
-    write_trace(&dir, &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}));
+    write_trace(
+        &dir,
+        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
+    );
     let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"policy\": \"magic\",\n  \"cluster\": {CLUSTER}\n}}\n"));
-    assert_rejected(&dir, &s, &[], &["scenario.json:3", "field `policy`", "unknown policy `magic`"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &[
+            "scenario.json:3",
+            "field `policy`",
+            "unknown policy `magic`",
+        ],
+    );
 }
 
 #[test]
 fn unknown_policy_on_the_command_line() {
     let dir = scratch("bad-policy-cli");
     let s = repo().join("scenarios/quickstart.json");
-    assert_rejected(&dir, &s, &["--policy", "dlrover-rm-typo"], &["--policy", "unknown policy"]);
-    assert_rejected(&dir, &s, &["--policy", "static[rho=1]"], &["--policy", "no parameter `rho`"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &["--policy", "dlrover-rm-typo"],
+        &["--policy", "unknown policy"],
+    );
+    assert_rejected(
+        &dir,
+        &s,
+        &["--policy", "static[rho=1]"],
+        &["--policy", "no parameter `rho`"],
+    );
 }
 
 #[test]
 fn unknown_file_is_rejected() {
     let dir = scratch("bad-unknown-file");
-    assert_rejected(&dir, &dir.join("nope.json"), &[], &["nope.json", "cannot read"]);
-    let s = write_scenario(&dir, &format!("{{ \"trace\": \"missing.jsonl\", \"cluster\": {CLUSTER} }}"));
+    assert_rejected(
+        &dir,
+        &dir.join("nope.json"),
+        &[],
+        &["nope.json", "cannot read"],
+    );
+    let s = write_scenario(
+        &dir,
+        &format!("{{ \"trace\": \"missing.jsonl\", \"cluster\": {CLUSTER} }}"),
+    );
     assert_rejected(&dir, &s, &[], &["missing.jsonl", "cannot open"]);
 }
 
 #[test]
 fn malformed_json_names_the_line() {
     let dir = scratch("bad-json");
-    let s = write_scenario(&dir, "{\n  \"trace\": \"t.jsonl\",\n  \"cluster\": { \"groups\": [ ,] }\n}\n");
+    let s = write_scenario(
+        &dir,
+        "{\n  \"trace\": \"t.jsonl\",\n  \"cluster\": { \"groups\": [ ,] }\n}\n",
+    );
     assert_rejected(&dir, &s, &[], &["scenario.json:3"]);
-    let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"t.jsonl\", \"clustr\": {CLUSTER}\n}}\n"));
-    assert_rejected(&dir, &s, &[], &["scenario.json:2", "unknown field `clustr`"]);
+    let s = write_scenario(
+        &dir,
+        &format!("{{\n  \"trace\": \"t.jsonl\", \"clustr\": {CLUSTER}\n}}\n"),
+    );
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &["scenario.json:2", "unknown field `clustr`"],
+    );
 }

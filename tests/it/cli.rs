@@ -4,7 +4,12 @@ use crate::support::*;
 
 #[test]
 fn every_command_has_help() {
-    for args in [vec!["--help"], vec!["replay", "--help"], vec!["trace", "--help"], vec!["trace", "gen", "--help"]] {
+    for args in [
+        vec!["--help"],
+        vec!["replay", "--help"],
+        vec!["trace", "--help"],
+        vec!["trace", "gen", "--help"],
+    ] {
         let o = dlsim(&args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).contains("Usage"), "{args:?} prints usage");
@@ -14,10 +19,16 @@ fn every_command_has_help() {
 #[test]
 fn quickstart_writes_summary_jobs_and_timeline() {
     let out = scratch("cli-quickstart");
-    let o = dlsim(&["replay", "scenarios/quickstart.json", "--out", path_str(&out)]);
+    let o = dlsim(&[
+        "replay",
+        "scenarios/quickstart.json",
+        "--out",
+        path_str(&out),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("JCT median"), "prints a summary table");
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     for key in [
         "jobs_submitted",
         "jobs_completed",
@@ -35,14 +46,22 @@ fn quickstart_writes_summary_jobs_and_timeline() {
         assert!(summary.get(key).is_some(), "summary.json lacks {key}");
     }
     let submitted = summary["jobs_submitted"].as_u64().unwrap();
-    let done = summary["jobs_completed"].as_u64().unwrap() + summary["jobs_failed"].as_u64().unwrap();
+    let done =
+        summary["jobs_completed"].as_u64().unwrap() + summary["jobs_failed"].as_u64().unwrap();
     assert_eq!(submitted, done, "every job is accounted for");
-    assert!(submitted > 1_500, "the bundled trace is about a day of jobs");
+    assert!(
+        submitted > 1_500,
+        "the bundled trace is about a day of jobs"
+    );
     let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count() as u64, submitted + 1);
     let timeline = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
-    assert!(timeline.lines().count() > 288, "at least a day of 5-minute samples");
-    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert!(
+        timeline.lines().count() > 288,
+        "at least a day of 5-minute samples"
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
     assert!(run["events_per_s"].as_f64().unwrap() > 0.0);
 }
 
@@ -51,19 +70,49 @@ fn quickstart_reproduces_the_papers_motivating_picture() {
     // DLRover Sec. 2: users over-provision, so most jobs use under half of what they hold,
     // while at the daily peak new jobs still wait for resources.
     let out = scratch("cli-motivation");
-    let o = dlsim(&["replay", "scenarios/quickstart.json", "--quiet", "--out", path_str(&out)]);
+    let o = dlsim(&[
+        "replay",
+        "scenarios/quickstart.json",
+        "--quiet",
+        "--out",
+        path_str(&out),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
     let mut header = jobs.lines().next().unwrap().split(',');
-    let col = |name: &str| jobs.lines().next().unwrap().split(',').position(|c| c == name).unwrap();
-    let (cpu, mem, submit, start) = (col("cpu_util"), col("mem_util"), col("submit_s"), col("start_s"));
+    let col = |name: &str| {
+        jobs.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .position(|c| c == name)
+            .unwrap()
+    };
+    let (cpu, mem, submit, start) = (
+        col("cpu_util"),
+        col("mem_util"),
+        col("submit_s"),
+        col("start_s"),
+    );
     assert!(header.any(|c| c == "jct_s"));
-    let rows: Vec<Vec<&str>> = jobs.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let rows: Vec<Vec<&str>> = jobs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
     let under_half = rows
         .iter()
-        .filter(|r| !r[cpu].is_empty() && r[cpu].parse::<f64>().unwrap() < 0.5 && r[mem].parse::<f64>().unwrap() < 0.5)
+        .filter(|r| {
+            !r[cpu].is_empty()
+                && r[cpu].parse::<f64>().unwrap() < 0.5
+                && r[mem].parse::<f64>().unwrap() < 0.5
+        })
         .count();
-    assert!(under_half as f64 > 0.6 * rows.len() as f64, "most jobs use under half their CPU and memory: {under_half}/{}", rows.len());
+    assert!(
+        under_half as f64 > 0.6 * rows.len() as f64,
+        "most jobs use under half their CPU and memory: {under_half}/{}",
+        rows.len()
+    );
     let waited = |lo: u64, hi: u64| {
         let w: Vec<f64> = rows
             .iter()
@@ -73,14 +122,28 @@ fn quickstart_reproduces_the_papers_motivating_picture() {
             .collect();
         w.iter().sum::<f64>() / w.len() as f64
     };
-    assert!(waited(16, 20) > 3.0 * waited(0, 8), "peak-hour jobs queue: {} s vs {} s at night", waited(16, 20), waited(0, 8));
+    assert!(
+        waited(16, 20) > 3.0 * waited(0, 8),
+        "peak-hour jobs queue: {} s vs {} s at night",
+        waited(16, 20),
+        waited(0, 8)
+    );
 }
 
 #[test]
 fn trace_gen_writes_a_readable_trace() {
     let dir = scratch("cli-gen");
     let path = dir.join("t.jsonl");
-    let o = dlsim(&["trace", "gen", "--days", "0.1", "--seed", "5", "--out", path_str(&path)]);
+    let o = dlsim(&[
+        "trace",
+        "gen",
+        "--days",
+        "0.1",
+        "--seed",
+        "5",
+        "--out",
+        path_str(&path),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let trace = dlsim_traces::read_trace(&path).unwrap();
     assert!(!trace.jobs.is_empty());

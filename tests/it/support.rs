@@ -8,7 +8,11 @@ pub fn repo() -> PathBuf {
 }
 
 pub fn dlsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsim")).args(args).current_dir(repo()).output().expect("dlsim runs")
+    Command::new(env!("CARGO_BIN_EXE_dlsim"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("dlsim runs")
 }
 
 pub fn stderr(o: &Output) -> String {

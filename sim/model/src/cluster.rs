@@ -48,9 +48,17 @@ impl Cluster {
     pub fn new(nodes: Vec<Node>, placement: Placement) -> Self {
         assert!(!nodes.is_empty(), "a cluster needs at least one node");
         let leaves = nodes.len().next_power_of_two();
-        let capacity = nodes.iter().fold(Resources::ZERO, |acc, n| acc + n.capacity);
-        let mut cluster =
-            Cluster { nodes, placement, tree: vec![Resources::ZERO; 2 * leaves], leaves, capacity, allocated: Resources::ZERO };
+        let capacity = nodes
+            .iter()
+            .fold(Resources::ZERO, |acc, n| acc + n.capacity);
+        let mut cluster = Cluster {
+            nodes,
+            placement,
+            tree: vec![Resources::ZERO; 2 * leaves],
+            leaves,
+            capacity,
+            allocated: Resources::ZERO,
+        };
         for i in 0..cluster.nodes.len() {
             cluster.tree[leaves + i] = cluster.nodes[i].free();
         }
@@ -102,7 +110,13 @@ impl Cluster {
         let n = &mut self.nodes[node];
         n.allocated += *req;
         // The capacity invariant: checked on every allocation, in every build.
-        assert!(n.allocated.fits_in(&n.capacity), "node {} over capacity: {:?} > {:?}", n.name, n.allocated, n.capacity);
+        assert!(
+            n.allocated.fits_in(&n.capacity),
+            "node {} over capacity: {:?} > {:?}",
+            n.name,
+            n.allocated,
+            n.capacity
+        );
         self.allocated += *req;
         self.update(node);
     }
@@ -160,15 +174,26 @@ impl Cluster {
     pub fn check_invariants(&self) {
         let mut total = Resources::ZERO;
         for n in &self.nodes {
-            assert!(n.allocated.fits_in(&n.capacity), "node {} over capacity", n.name);
+            assert!(
+                n.allocated.fits_in(&n.capacity),
+                "node {} over capacity",
+                n.name
+            );
             total += n.allocated;
         }
-        assert_eq!(total, self.allocated, "cluster allocation total out of sync");
+        assert_eq!(
+            total, self.allocated,
+            "cluster allocation total out of sync"
+        );
     }
 }
 
 fn max3(a: Resources, b: Resources) -> Resources {
-    Resources { cpu_milli: a.cpu_milli.max(b.cpu_milli), mem_mb: a.mem_mb.max(b.mem_mb), gpu: a.gpu.max(b.gpu) }
+    Resources {
+        cpu_milli: a.cpu_milli.max(b.cpu_milli),
+        mem_mb: a.mem_mb.max(b.mem_mb),
+        gpu: a.gpu.max(b.gpu),
+    }
 }
 
 #[cfg(test)]
@@ -178,12 +203,20 @@ mod tests {
     use rand::Rng;
 
     fn node(cores: f64, mem: u64, gpu: u32) -> Node {
-        Node { name: format!("n{cores}"), capacity: Resources::new(cores, mem, gpu), allocated: Resources::ZERO, gpu_model: String::new() }
+        Node {
+            name: format!("n{cores}"),
+            capacity: Resources::new(cores, mem, gpu),
+            allocated: Resources::ZERO,
+            gpu_model: String::new(),
+        }
     }
 
     #[test]
     fn first_fit_takes_the_lowest_node_that_fits() {
-        let mut c = Cluster::new(vec![node(4.0, 100, 0), node(8.0, 100, 0), node(16.0, 100, 1)], Placement::FirstFit);
+        let mut c = Cluster::new(
+            vec![node(4.0, 100, 0), node(8.0, 100, 0), node(16.0, 100, 1)],
+            Placement::FirstFit,
+        );
         assert_eq!(c.place(&Resources::new(6.0, 10, 0)), Some(1));
         assert_eq!(c.place(&Resources::new(2.0, 10, 0)), Some(0));
         assert_eq!(c.place(&Resources::new(1.0, 10, 1)), Some(2));
@@ -192,7 +225,10 @@ mod tests {
 
     #[test]
     fn best_fit_takes_the_tightest_node() {
-        let mut c = Cluster::new(vec![node(16.0, 100, 0), node(8.0, 100, 0), node(4.0, 50, 0)], Placement::BestFit);
+        let mut c = Cluster::new(
+            vec![node(16.0, 100, 0), node(8.0, 100, 0), node(4.0, 50, 0)],
+            Placement::BestFit,
+        );
         assert_eq!(c.place(&Resources::new(4.0, 50, 0)), Some(2));
         assert_eq!(c.place(&Resources::new(4.0, 50, 0)), Some(1));
     }
@@ -200,12 +236,24 @@ mod tests {
     #[test]
     fn random_place_and_release_never_over_allocates_and_matches_linear_scan() {
         let mut rng = RngStreams::new(11).stream("cluster-test");
-        let nodes: Vec<Node> = (0..37u32).map(|i| node(f64::from(8 + (i % 5) * 8), u64::from(64 + (i % 3) * 64), i % 2)).collect();
+        let nodes: Vec<Node> = (0..37u32)
+            .map(|i| {
+                node(
+                    f64::from(8 + (i % 5) * 8),
+                    u64::from(64 + (i % 3) * 64),
+                    i % 2,
+                )
+            })
+            .collect();
         let mut c = Cluster::new(nodes, Placement::FirstFit);
         let mut placed: Vec<(usize, Resources)> = Vec::new();
         for _ in 0..5_000 {
             if rng.gen_bool(0.55) || placed.is_empty() {
-                let req = Resources::new(f64::from(rng.gen_range(1..20u32)), rng.gen_range(1..100), rng.gen_range(0..2));
+                let req = Resources::new(
+                    f64::from(rng.gen_range(1..20u32)),
+                    rng.gen_range(1..100),
+                    rng.gen_range(0..2),
+                );
                 let expect = c.nodes().iter().position(|n| req.fits_in(&n.free()));
                 let got = c.place(&req);
                 assert_eq!(got, expect);

@@ -147,12 +147,20 @@ impl Job {
     }
 
     pub fn worker_mem_used_mb(&self) -> f64 {
-        perf::worker_mem_mb(self.spec.dense_mb, f64::from(self.spec.batch_size), f64::from(self.spec.emb_dim))
+        perf::worker_mem_mb(
+            self.spec.dense_mb,
+            f64::from(self.spec.batch_size),
+            f64::from(self.spec.emb_dim),
+        )
     }
 
     /// Memory used by one PS (all PS hold equal shares) after `samples`.
     pub fn ps_mem_used_mb(&self, samples: f64) -> f64 {
-        perf::ps_mem_mb(self.spec.dense_mb, self.emb_mb(samples), 1.0 / f64::from(self.config.ps))
+        perf::ps_mem_mb(
+            self.spec.dense_mb,
+            self.emb_mb(samples),
+            1.0 / f64::from(self.config.ps),
+        )
     }
 
     /// Samples at which the PS memory reaches its limit, if ever (linear in samples).
@@ -198,7 +206,11 @@ impl Job {
     pub fn used(&self, samples: f64) -> (f64, f64, f64) {
         let w = f64::from(self.running_workers);
         let p = f64::from(self.running_ps);
-        let (wb, pb) = self.iter.as_ref().map(perf::busy_fractions).unwrap_or((0.0, 0.0));
+        let (wb, pb) = self
+            .iter
+            .as_ref()
+            .map(perf::busy_fractions)
+            .unwrap_or((0.0, 0.0));
         let cpu = w * wb * self.config.worker_cpu + p * pb * self.config.ps_cpu;
         let mem = w * self.worker_mem_used_mb() + p * self.ps_mem_used_mb(samples);
         let gpu = w * wb * f64::from(self.config.worker_gpu);

@@ -115,8 +115,16 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
     let cap = x.capacity;
     let first = jobs.iter().map(|j| j.spec.submit_s).min().unwrap_or(0);
     let last = jobs.iter().map(|j| j.spec.submit_s).max().unwrap_or(0);
-    let window: Vec<&TimelineRow> = x.timeline.iter().filter(|r| r.time_s >= first && r.time_s <= last).collect();
-    let tl = if window.is_empty() { x.timeline.iter().collect() } else { window };
+    let window: Vec<&TimelineRow> = x
+        .timeline
+        .iter()
+        .filter(|r| r.time_s >= first && r.time_s <= last)
+        .collect();
+    let tl = if window.is_empty() {
+        x.timeline.iter().collect()
+    } else {
+        window
+    };
     Summary {
         scenario: x.scenario.to_string(),
         policy: x.policy.to_string(),
@@ -128,18 +136,36 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         jct_mean_s: mean(jcts.iter().copied()),
         jct_median_s: quantile(&jcts, 0.5),
         jct_p90_s: quantile(&jcts, 0.9),
-        cpu_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.cpu_used_core_s, j.usage.cpu_alloc_core_s))),
-        mem_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.mem_used_mb_s, j.usage.mem_alloc_mb_s))),
-        gpu_util_mean: mean(jobs.iter().filter_map(|j| ratio(j.usage.gpu_used_s, j.usage.gpu_alloc_s))),
-        cluster_cpu_util: mean(tl.iter().map(|r| r.cpu_used)) / cap.cpu_cores().max(f64::MIN_POSITIVE),
-        cluster_mem_util: mean(tl.iter().map(|r| r.mem_used_mb)) / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
-        cluster_gpu_util: ratio(mean(tl.iter().map(|r| r.gpu_used)), f64::from(cap.gpu)).unwrap_or(0.0),
-        cluster_cpu_alloc: mean(tl.iter().map(|r| r.cpu_alloc)) / cap.cpu_cores().max(f64::MIN_POSITIVE),
-        cluster_mem_alloc: mean(tl.iter().map(|r| r.mem_alloc_mb)) / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
+        cpu_util_mean: mean(
+            jobs.iter()
+                .filter_map(|j| ratio(j.usage.cpu_used_core_s, j.usage.cpu_alloc_core_s)),
+        ),
+        mem_util_mean: mean(
+            jobs.iter()
+                .filter_map(|j| ratio(j.usage.mem_used_mb_s, j.usage.mem_alloc_mb_s)),
+        ),
+        gpu_util_mean: mean(
+            jobs.iter()
+                .filter_map(|j| ratio(j.usage.gpu_used_s, j.usage.gpu_alloc_s)),
+        ),
+        cluster_cpu_util: mean(tl.iter().map(|r| r.cpu_used))
+            / cap.cpu_cores().max(f64::MIN_POSITIVE),
+        cluster_mem_util: mean(tl.iter().map(|r| r.mem_used_mb))
+            / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
+        cluster_gpu_util: ratio(mean(tl.iter().map(|r| r.gpu_used)), f64::from(cap.gpu))
+            .unwrap_or(0.0),
+        cluster_cpu_alloc: mean(tl.iter().map(|r| r.cpu_alloc))
+            / cap.cpu_cores().max(f64::MIN_POSITIVE),
+        cluster_mem_alloc: mean(tl.iter().map(|r| r.mem_alloc_mb))
+            / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
         failures_by_reason: failures,
         oom_kills: jobs.iter().map(|j| u64::from(j.oom_kills)).sum(),
         rejected_actions: x.rejected_actions,
-        makespan_s: jobs.iter().filter_map(|j| j.end).max().map_or(0.0, |t| t.as_secs_f64()),
+        makespan_s: jobs
+            .iter()
+            .filter_map(|j| j.end)
+            .max()
+            .map_or(0.0, |t| t.as_secs_f64()),
         events: x.events,
     }
 }
@@ -149,7 +175,10 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
     let mut out = String::from(
         "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills\n",
     );
-    let opt_s = |t: Option<dlsim_engine::SimTime>| t.map(|t| format!("{:.3}", t.as_secs_f64())).unwrap_or_default();
+    let opt_s = |t: Option<dlsim_engine::SimTime>| {
+        t.map(|t| format!("{:.3}", t.as_secs_f64()))
+            .unwrap_or_default()
+    };
     let opt_f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
     for j in jobs {
         let c = &j.config;
@@ -158,7 +187,8 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
             JobPhase::Failed => "failed",
             _ => "active",
         };
-        let jct = (j.phase == JobPhase::Completed).then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
+        let jct = (j.phase == JobPhase::Completed)
+            .then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
         let u = &j.usage;
         writeln!(
             out,
@@ -199,7 +229,16 @@ pub fn timeline_csv(rows: &[TimelineRow]) -> String {
         writeln!(
             out,
             "{},{:.3},{:.3},{:.1},{:.1},{:.3},{:.3},{},{},{}",
-            r.time_s, r.cpu_alloc, r.cpu_used, r.mem_alloc_mb, r.mem_used_mb, r.gpu_alloc, r.gpu_used, r.running_jobs, r.active_jobs, r.pending_pods
+            r.time_s,
+            r.cpu_alloc,
+            r.cpu_used,
+            r.mem_alloc_mb,
+            r.mem_used_mb,
+            r.gpu_alloc,
+            r.gpu_used,
+            r.running_jobs,
+            r.active_jobs,
+            r.pending_pods
         )
         .expect("writing to a String cannot fail");
     }

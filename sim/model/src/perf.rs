@@ -110,7 +110,10 @@ impl IterationTime {
 }
 
 pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
-    assert!(x.workers >= 1.0 && x.ps >= 1.0 && x.worker_cores > 0.0 && x.ps_cores > 0.0, "bad perf inputs {x:?}");
+    assert!(
+        x.workers >= 1.0 && x.ps >= 1.0 && x.worker_cores > 0.0 && x.ps_cores > 0.0,
+        "bad perf inputs {x:?}"
+    );
     IterationTime {
         grad_s: p.a_grad * x.batch / x.worker_cores + p.b_grad,
         upd_s: p.a_upd * x.workers / (x.ps * x.ps_cores) + p.b_upd,
@@ -158,24 +161,48 @@ mod tests {
     use super::*;
 
     fn inputs(w: f64, p: f64, lw: f64, lp: f64) -> PerfInputs {
-        PerfInputs { workers: w, ps: p, worker_cores: lw, ps_cores: lp, batch: 512.0, dense_mb: 20.0, bandwidth_mb_s: 1250.0, emb_dim: 16.0 }
+        PerfInputs {
+            workers: w,
+            ps: p,
+            worker_cores: lw,
+            ps_cores: lp,
+            batch: 512.0,
+            dense_mb: 20.0,
+            bandwidth_mb_s: 1250.0,
+            emb_dim: 16.0,
+        }
     }
 
     #[test]
     fn defaults_reproduce_dlrover_table_1_well_tuned_throughput() {
-        let wd = throughput(&ThroughputParams::default_for(ModelKind::WideDeep), &inputs(24.0, 8.0, 3.0, 16.0)) / 512.0;
+        let wd = throughput(
+            &ThroughputParams::default_for(ModelKind::WideDeep),
+            &inputs(24.0, 8.0, 3.0, 16.0),
+        ) / 512.0;
         assert!((wd - 210.0).abs() / 210.0 < 0.1, "W&D steps/s {wd}");
-        let x = PerfInputs { dense_mb: 40.0, ..inputs(8.0, 2.0, 20.0, 16.0) };
+        let x = PerfInputs {
+            dense_mb: 40.0,
+            ..inputs(8.0, 2.0, 20.0, 16.0)
+        };
         let xd = throughput(&ThroughputParams::default_for(ModelKind::Xdeepfm), &x) / 512.0;
         assert!((xd - 47.8).abs() / 47.8 < 0.1, "xDeepFM steps/s {xd}");
     }
 
     #[test]
     fn kinds_have_their_bottlenecks() {
-        let wd = iteration_time(&ThroughputParams::default_for(ModelKind::WideDeep), &inputs(24.0, 8.0, 3.0, 16.0));
+        let wd = iteration_time(
+            &ThroughputParams::default_for(ModelKind::WideDeep),
+            &inputs(24.0, 8.0, 3.0, 16.0),
+        );
         assert!(wd.upd_s + wd.emb_s > wd.grad_s, "W&D is I/O-bound: {wd:?}");
-        let xd = iteration_time(&ThroughputParams::default_for(ModelKind::Xdeepfm), &inputs(8.0, 2.0, 20.0, 16.0));
-        assert!(xd.grad_s > xd.upd_s + xd.emb_s + xd.sync_s, "xDeepFM is compute-bound: {xd:?}");
+        let xd = iteration_time(
+            &ThroughputParams::default_for(ModelKind::Xdeepfm),
+            &inputs(8.0, 2.0, 20.0, 16.0),
+        );
+        assert!(
+            xd.grad_s > xd.upd_s + xd.emb_s + xd.sync_s,
+            "xDeepFM is compute-bound: {xd:?}"
+        );
     }
 
     #[test]

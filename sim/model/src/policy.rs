@@ -43,7 +43,8 @@ impl JobConfig {
     }
 
     pub fn total(&self) -> Resources {
-        self.worker_request().scaled(u64::from(self.workers)) + self.ps_request().scaled(u64::from(self.ps))
+        self.worker_request().scaled(u64::from(self.workers))
+            + self.ps_request().scaled(u64::from(self.ps))
     }
 }
 

@@ -14,10 +14,18 @@ pub struct Resources {
 }
 
 impl Resources {
-    pub const ZERO: Resources = Resources { cpu_milli: 0, mem_mb: 0, gpu: 0 };
+    pub const ZERO: Resources = Resources {
+        cpu_milli: 0,
+        mem_mb: 0,
+        gpu: 0,
+    };
 
     pub fn new(cpu_cores: f64, mem_mb: u64, gpu: u32) -> Self {
-        Resources { cpu_milli: cores_to_milli(cpu_cores), mem_mb, gpu }
+        Resources {
+            cpu_milli: cores_to_milli(cpu_cores),
+            mem_mb,
+            gpu,
+        }
     }
 
     pub fn cpu_cores(&self) -> f64 {
@@ -30,19 +38,30 @@ impl Resources {
     }
 
     pub fn scaled(&self, n: u64) -> Resources {
-        Resources { cpu_milli: self.cpu_milli * n, mem_mb: self.mem_mb * n, gpu: self.gpu * n as u32 }
+        Resources {
+            cpu_milli: self.cpu_milli * n,
+            mem_mb: self.mem_mb * n,
+            gpu: self.gpu * n as u32,
+        }
     }
 }
 
 pub fn cores_to_milli(cores: f64) -> u64 {
-    assert!(cores.is_finite() && cores >= 0.0, "cpu cores must be >= 0, got {cores}");
+    assert!(
+        cores.is_finite() && cores >= 0.0,
+        "cpu cores must be >= 0, got {cores}"
+    );
     (cores * 1000.0).round() as u64
 }
 
 impl Add for Resources {
     type Output = Resources;
     fn add(self, o: Resources) -> Resources {
-        Resources { cpu_milli: self.cpu_milli + o.cpu_milli, mem_mb: self.mem_mb + o.mem_mb, gpu: self.gpu + o.gpu }
+        Resources {
+            cpu_milli: self.cpu_milli + o.cpu_milli,
+            mem_mb: self.mem_mb + o.mem_mb,
+            gpu: self.gpu + o.gpu,
+        }
     }
 }
 
@@ -56,7 +75,11 @@ impl Sub for Resources {
     type Output = Resources;
     fn sub(self, o: Resources) -> Resources {
         assert!(o.fits_in(&self), "resource underflow: {self:?} - {o:?}");
-        Resources { cpu_milli: self.cpu_milli - o.cpu_milli, mem_mb: self.mem_mb - o.mem_mb, gpu: self.gpu - o.gpu }
+        Resources {
+            cpu_milli: self.cpu_milli - o.cpu_milli,
+            mem_mb: self.mem_mb - o.mem_mb,
+            gpu: self.gpu - o.gpu,
+        }
     }
 }
 

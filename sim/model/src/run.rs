@@ -28,7 +28,11 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     };
     world.finish(end);
     let name = if scenario.file.name.is_empty() {
-        scenario.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        scenario
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
     } else {
         scenario.file.name.clone()
     };

@@ -92,7 +92,10 @@ pub struct PodSettings {
 
 impl Default for PodSettings {
     fn default() -> Self {
-        PodSettings { start_base_s: 20.0, start_per_core_s: 4.0 }
+        PodSettings {
+            start_base_s: 20.0,
+            start_per_core_s: 4.0,
+        }
     }
 }
 
@@ -108,7 +111,10 @@ pub struct ObservationSettings {
 
 impl Default for ObservationSettings {
     fn default() -> Self {
-        ObservationSettings { noise_cv: 0.05, history_len: 64 }
+        ObservationSettings {
+            noise_cv: 0.05,
+            history_len: 64,
+        }
     }
 }
 
@@ -129,13 +135,21 @@ pub struct TruthSettings {
 
 impl Default for TruthSettings {
     fn default() -> Self {
-        TruthSettings { job_variation_sigma: 0.15, bandwidth_mb_s: 1_250.0, gpu_core_equiv: 24.0, params: BTreeMap::new() }
+        TruthSettings {
+            job_variation_sigma: 0.15,
+            bandwidth_mb_s: 1_250.0,
+            gpu_core_equiv: 24.0,
+            params: BTreeMap::new(),
+        }
     }
 }
 
 impl TruthSettings {
     pub fn params_for(&self, kind: ModelKind) -> ThroughputParams {
-        self.params.get(&kind).copied().unwrap_or_else(|| ThroughputParams::default_for(kind))
+        self.params
+            .get(&kind)
+            .copied()
+            .unwrap_or_else(|| ThroughputParams::default_for(kind))
     }
 }
 
@@ -151,9 +165,11 @@ pub struct Scenario {
 impl Scenario {
     /// Reads, parses and validates a scenario and everything it refers to.
     pub fn load(path: &Path) -> Result<Scenario, InputError> {
-        let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
         let de = &mut serde_json::Deserializer::from_str(&text);
-        let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let file: ScenarioFile =
+            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let locate = |key: &str| key_line(&text, key);
         let at = |key: &str, msg: String| {
@@ -170,15 +186,32 @@ impl Scenario {
             return Err(at("observation.noise_cv", "must be in [0, 1)".into()));
         }
         if file.pods.start_base_s < 0.0 || file.pods.start_per_core_s < 0.0 {
-            return Err(at("pods.start_base_s", "start latencies must be >= 0".into()));
+            return Err(at(
+                "pods.start_base_s",
+                "start latencies must be >= 0".into(),
+            ));
         }
-        if !(file.truth.bandwidth_mb_s > 0.0) || !(file.truth.gpu_core_equiv > 0.0) {
-            return Err(at("truth.bandwidth_mb_s", "bandwidth and gpu_core_equiv must be > 0".into()));
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !positive(file.truth.bandwidth_mb_s) || !positive(file.truth.gpu_core_equiv) {
+            return Err(at(
+                "truth.bandwidth_mb_s",
+                "bandwidth and gpu_core_equiv must be > 0".into(),
+            ));
         }
         let nodes = load_nodes(path, &text, base, &file.cluster)?;
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
-            (Some(_), Some(_)) => return Err(at("trace", "give either `trace` or `generate`, not both".into())),
-            (None, None) => return Err(at("trace", "missing workload: give `trace` (a file) or `generate`".into())),
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    "trace",
+                    "give either `trace` or `generate`, not both".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(at(
+                    "trace",
+                    "missing workload: give `trace` (a file) or `generate`".into(),
+                ))
+            }
             (Some(t), None) => {
                 let tp = base.join(t);
                 let trace = read_trace(&tp)?;
@@ -191,17 +224,29 @@ impl Scenario {
             }
         };
         check_jobs_fit(&nodes, &jobs, &trace_path, &lines)?;
-        Ok(Scenario { path: path.to_path_buf(), file, nodes, jobs })
+        Ok(Scenario {
+            path: path.to_path_buf(),
+            file,
+            nodes,
+            jobs,
+        })
     }
 }
 
 /// The 1-based line of the first `"key"` in a JSON text, for errors on valid-but-wrong values.
 pub fn key_line(text: &str, key: &str) -> Option<usize> {
     let needle = format!("\"{key}\"");
-    text.lines().position(|l| l.contains(&needle)).map(|i| i + 1)
+    text.lines()
+        .position(|l| l.contains(&needle))
+        .map(|i| i + 1)
 }
 
-fn load_nodes(path: &Path, text: &str, base: &Path, spec: &ClusterSpec) -> Result<Vec<Node>, InputError> {
+fn load_nodes(
+    path: &Path,
+    text: &str,
+    base: &Path,
+    spec: &ClusterSpec,
+) -> Result<Vec<Node>, InputError> {
     let mut nodes = Vec::new();
     for (gi, g) in spec.groups.iter().enumerate() {
         let field = |f: &str| format!("cluster.groups[{gi}].{f}");
@@ -221,7 +266,11 @@ fn load_nodes(path: &Path, text: &str, base: &Path, spec: &ClusterSpec) -> Resul
         if g.count == 0 {
             return Err(err("count", "must be at least 1"));
         }
-        let prefix = if g.name.is_empty() { format!("g{gi}") } else { g.name.clone() };
+        let prefix = if g.name.is_empty() {
+            format!("g{gi}")
+        } else {
+            g.name.clone()
+        };
         for i in 0..g.count {
             nodes.push(Node {
                 name: format!("{prefix}-{i}"),
@@ -235,7 +284,11 @@ fn load_nodes(path: &Path, text: &str, base: &Path, spec: &ClusterSpec) -> Resul
         nodes.extend(read_node_list(&base.join(list))?);
     }
     if nodes.is_empty() {
-        let e = InputError::new(path, "the cluster has no nodes: give `groups` or `node_list`").field("cluster");
+        let e = InputError::new(
+            path,
+            "the cluster has no nodes: give `groups` or `node_list`",
+        )
+        .field("cluster");
         return Err(match key_line(text, "cluster") {
             Some(l) => e.at_line(l),
             None => e,
@@ -246,11 +299,14 @@ fn load_nodes(path: &Path, text: &str, base: &Path, spec: &ClusterSpec) -> Resul
 
 /// Reads `name,cores,mem_gb,gpus,gpu_model` (header required; gpus and gpu_model optional).
 pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read node list: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read node list: {e}")))?;
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, l)| l.trim()).unwrap_or("");
     if !header.starts_with("name,cores,mem_gb") {
-        return Err(InputError::new(path, "expected header `name,cores,mem_gb,gpus,gpu_model`").at_line(1));
+        return Err(
+            InputError::new(path, "expected header `name,cores,mem_gb,gpus,gpu_model`").at_line(1),
+        );
     }
     let mut nodes = Vec::new();
     for (i, line) in lines {
@@ -263,15 +319,26 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
             let raw = cols.get(idx).copied().unwrap_or("");
             match raw.parse::<f64>() {
                 Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                _ => Err(InputError::new(path, format!("expected a non-negative number, got `{raw}`")).at_line(line_no).field(field)),
+                _ => Err(InputError::new(
+                    path,
+                    format!("expected a non-negative number, got `{raw}`"),
+                )
+                .at_line(line_no)
+                .field(field)),
             }
         };
         let cores = num(1, "cores")?;
         let mem_gb = num(2, "mem_gb")?;
         if cores == 0.0 || mem_gb == 0.0 {
-            return Err(InputError::new(path, "a node needs cores and memory").at_line(line_no).field("cores"));
+            return Err(InputError::new(path, "a node needs cores and memory")
+                .at_line(line_no)
+                .field("cores"));
         }
-        let gpus = if cols.len() > 3 && !cols[3].is_empty() { num(3, "gpus")? as u32 } else { 0 };
+        let gpus = if cols.len() > 3 && !cols[3].is_empty() {
+            num(3, "gpus")? as u32
+        } else {
+            0
+        };
         nodes.push(Node {
             name: cols[0].to_string(),
             capacity: Resources::new(cores, (mem_gb * 1024.0).round() as u64, gpus),
@@ -283,7 +350,12 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
 }
 
 /// Rejects jobs whose pods could never be placed, naming the trace line and field.
-fn check_jobs_fit(nodes: &[Node], jobs: &[JobSpec], file: &Path, lines: &[usize]) -> Result<(), InputError> {
+fn check_jobs_fit(
+    nodes: &[Node],
+    jobs: &[JobSpec],
+    file: &Path,
+    lines: &[usize],
+) -> Result<(), InputError> {
     let max = nodes.iter().fold(Resources::ZERO, |m, n| Resources {
         cpu_milli: m.cpu_milli.max(n.capacity.cpu_milli),
         mem_mb: m.mem_mb.max(n.capacity.mem_mb),

@@ -60,7 +60,11 @@ pub struct World {
 
 impl World {
     /// Builds the world and queues the initial events.
-    pub fn new(scenario: &Scenario, policy: Box<dyn Policy>, queue: &mut EventQueue<Event>) -> World {
+    pub fn new(
+        scenario: &Scenario,
+        policy: Box<dyn Policy>,
+        queue: &mut EventQueue<Event>,
+    ) -> World {
         let f = &scenario.file;
         let streams = RngStreams::new(f.seed);
         let jobs: Vec<Job> = scenario
@@ -76,8 +80,16 @@ impl World {
                         1.0
                     }
                 };
-                let factors = [factor(&mut rng), factor(&mut rng), factor(&mut rng), factor(&mut rng)];
-                Job::new(spec.clone(), f.truth.params_for(spec.model).perturbed(factors))
+                let factors = [
+                    factor(&mut rng),
+                    factor(&mut rng),
+                    factor(&mut rng),
+                    factor(&mut rng),
+                ];
+                Job::new(
+                    spec.clone(),
+                    f.truth.params_for(spec.model).perturbed(factors),
+                )
             })
             .collect();
         for (i, job) in jobs.iter().enumerate() {
@@ -94,7 +106,10 @@ impl World {
             jobs,
             pods: Vec::new(),
             policy,
-            env: TruthEnv { bandwidth_mb_s: f.truth.bandwidth_mb_s, gpu_core_equiv: f.truth.gpu_core_equiv },
+            env: TruthEnv {
+                bandwidth_mb_s: f.truth.bandwidth_mb_s,
+                gpu_core_equiv: f.truth.gpu_core_equiv,
+            },
             start_base_s: f.pods.start_base_s,
             start_per_core_s: f.pods.start_per_core_s,
             sample_every,
@@ -104,7 +119,12 @@ impl World {
             pending: BTreeSet::new(),
             schedule_queued: false,
             active: BTreeSet::new(),
-            job_index: scenario.jobs.iter().enumerate().map(|(i, s)| (s.id, i)).collect(),
+            job_index: scenario
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id, i))
+                .collect(),
             noise: streams.stream("observation-noise"),
             timeline: Vec::new(),
             rejected_actions: 0,
@@ -138,7 +158,11 @@ impl World {
             capacity: self.cluster.capacity(),
             allocated: self.cluster.allocated(),
             nodes: self.cluster.nodes(),
-            jobs: self.active.iter().map(|&j| job_view(&self.jobs[j])).collect(),
+            jobs: self
+                .active
+                .iter()
+                .map(|&j| job_view(&self.jobs[j]))
+                .collect(),
         };
         let actions = match arrival {
             Some(j) => self.policy.on_submit(&job_view(&self.jobs[j]), &view),
@@ -155,7 +179,13 @@ impl World {
         }
     }
 
-    fn launch(&mut self, now: SimTime, job_id: u64, config: JobConfig, queue: &mut EventQueue<Event>) {
+    fn launch(
+        &mut self,
+        now: SimTime,
+        job_id: u64,
+        config: JobConfig,
+        queue: &mut EventQueue<Event>,
+    ) {
         let Some(&j) = self.job_index.get(&job_id) else {
             self.rejected_actions += 1;
             return;
@@ -182,14 +212,21 @@ impl World {
         job.phase = JobPhase::Starting;
         job.last_update = now;
         let priority = job.spec.priority;
-        let roles = std::iter::repeat_n(Role::Ps, config.ps as usize).chain(std::iter::repeat_n(Role::Worker, config.workers as usize));
+        let roles = std::iter::repeat_n(Role::Ps, config.ps as usize)
+            .chain(std::iter::repeat_n(Role::Worker, config.workers as usize));
         for role in roles {
             let request = match role {
                 Role::Ps => config.ps_request(),
                 Role::Worker => config.worker_request(),
             };
             let p = self.pods.len();
-            self.pods.push(Pod { job: j, role, request, state: PodState::Pending, node: None });
+            self.pods.push(Pod {
+                job: j,
+                role,
+                request,
+                state: PodState::Pending,
+                node: None,
+            });
             self.jobs[j].pods.push(p);
             self.pending.insert((Reverse(priority), j, p));
         }
@@ -222,7 +259,10 @@ impl World {
                     pod.state = PodState::Starting;
                     pod.node = Some(node);
                     let latency = self.start_base_s + self.start_per_core_s * req.cpu_cores();
-                    queue.push(now + SimTime::from_secs_f64_ceil(latency), Event::PodReady(p));
+                    queue.push(
+                        now + SimTime::from_secs_f64_ceil(latency),
+                        Event::PodReady(p),
+                    );
                     placed.push((prio, j, p));
                 }
                 None => failed.push(req),
@@ -246,7 +286,10 @@ impl World {
             Role::Worker => self.jobs[j].running_workers += 1,
         }
         let job = &mut self.jobs[j];
-        if job.running_ps == job.config.ps && job.running_workers >= 1 && job.phase == JobPhase::Starting {
+        if job.running_ps == job.config.ps
+            && job.running_workers >= 1
+            && job.phase == JobPhase::Starting
+        {
             job.phase = JobPhase::Training;
             job.start.get_or_insert(now);
         }
@@ -278,13 +321,19 @@ impl World {
         if let Some(oom_samples) = job.ps_oom_at_samples() {
             if oom_samples < job.total_samples() {
                 let oom_s = (oom_samples - job.samples_done).max(0.0) / job.rate;
-                queue.push(now + SimTime::from_secs_f64_ceil(oom_s), Event::Oom { job: j, generation });
+                queue.push(
+                    now + SimTime::from_secs_f64_ceil(oom_s),
+                    Event::Oom { job: j, generation },
+                );
                 if oom_s <= finish_s {
                     return;
                 }
             }
         }
-        queue.push(now + SimTime::from_secs_f64_ceil(finish_s), Event::JobComplete { job: j, generation });
+        queue.push(
+            now + SimTime::from_secs_f64_ceil(finish_s),
+            Event::JobComplete { job: j, generation },
+        );
     }
 
     fn end_job(&mut self, now: SimTime, j: usize, phase: JobPhase, reason: Option<FailReason>) {
@@ -294,10 +343,12 @@ impl World {
             let pod = &mut self.pods[p];
             match pod.state {
                 PodState::Starting | PodState::Running => {
-                    self.cluster.release(pod.node.expect("placed pod has a node"), &pod.request);
+                    self.cluster
+                        .release(pod.node.expect("placed pod has a node"), &pod.request);
                 }
                 PodState::Pending => {
-                    self.pending.remove(&(Reverse(self.jobs[j].spec.priority), j, p));
+                    self.pending
+                        .remove(&(Reverse(self.jobs[j].spec.priority), j, p));
                 }
                 PodState::Finished => {}
             }
@@ -329,7 +380,11 @@ impl World {
                 continue;
             }
             running += 1;
-            let (wb, pb) = job.iter.as_ref().map(perf::busy_fractions).unwrap_or((0.0, 0.0));
+            let (wb, pb) = job
+                .iter
+                .as_ref()
+                .map(perf::busy_fractions)
+                .unwrap_or((0.0, 0.0));
             let mut noisy = |x: f64| {
                 let z: f64 = StandardNormal.sample(&mut self.noise);
                 (x * (1.0 + self.noise_cv * z)).max(0.0)
@@ -366,7 +421,6 @@ impl World {
             queue.push(now + self.sample_every, Event::Sample);
         }
     }
-
 }
 
 fn job_view(job: &Job) -> JobView<'_> {

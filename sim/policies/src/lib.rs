@@ -19,6 +19,9 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
     let parsed = PolicySpec::parse(spec)?;
     match parsed.name.as_str() {
         "static" => Ok(Box::new(static_policy::Static::from_spec(&parsed)?)),
-        other => Err(SpecError::UnknownPolicy { name: other.to_string(), known: POLICY_NAMES.join(", ") }),
+        other => Err(SpecError::UnknownPolicy {
+            name: other.to_string(),
+            known: POLICY_NAMES.join(", "),
+        }),
     }
 }

@@ -13,9 +13,18 @@ pub enum SpecError {
     #[error("unknown policy `{name}` (known: {known})")]
     UnknownPolicy { name: String, known: String },
     #[error("policy `{policy}` has no parameter `{key}` (it takes: {known})")]
-    UnknownParam { policy: String, key: String, known: String },
+    UnknownParam {
+        policy: String,
+        key: String,
+        known: String,
+    },
     #[error("policy `{policy}`: parameter `{key}` = `{value}`: {why}")]
-    BadValue { policy: String, key: String, value: String, why: String },
+    BadValue {
+        policy: String,
+        key: String,
+        value: String,
+        why: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +35,10 @@ pub struct PolicySpec {
 
 impl PolicySpec {
     pub fn parse(spec: &str) -> Result<PolicySpec, SpecError> {
-        let bad = |why: &str| SpecError::Malformed { spec: spec.to_string(), why: why.to_string() };
+        let bad = |why: &str| SpecError::Malformed {
+            spec: spec.to_string(),
+            why: why.to_string(),
+        };
         let spec_t = spec.trim();
         let (name, rest) = match spec_t.find('[') {
             Some(i) => {
@@ -37,13 +49,19 @@ impl PolicySpec {
             }
             None => (spec_t, None),
         };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Err(bad("the name must be letters, digits, `-` or `_`"));
         }
         let mut params = BTreeMap::new();
         if let Some(rest) = rest.filter(|r| !r.trim().is_empty()) {
             for kv in rest.split(',') {
-                let (k, v) = kv.split_once('=').ok_or_else(|| bad(&format!("`{kv}` is not key=value")))?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| bad(&format!("`{kv}` is not key=value")))?;
                 let (k, v) = (k.trim(), v.trim());
                 if k.is_empty() || v.is_empty() {
                     return Err(bad(&format!("empty key or value in `{kv}`")));
@@ -53,7 +71,10 @@ impl PolicySpec {
                 }
             }
         }
-        Ok(PolicySpec { name: name.to_string(), params })
+        Ok(PolicySpec {
+            name: name.to_string(),
+            params,
+        })
     }
 
     /// The canonical form: parameters sorted by key.
@@ -61,7 +82,11 @@ impl PolicySpec {
         if self.params.is_empty() {
             return self.name.clone();
         }
-        let kv: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let kv: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         format!("{}[{}]", self.name, kv.join(","))
     }
 
@@ -69,8 +94,16 @@ impl PolicySpec {
     pub fn only(&self, known: &[&str]) -> Result<(), SpecError> {
         for k in self.params.keys() {
             if !known.contains(&k.as_str()) {
-                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-                return Err(SpecError::UnknownParam { policy: self.name.clone(), key: k.clone(), known });
+                let known = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                return Err(SpecError::UnknownParam {
+                    policy: self.name.clone(),
+                    key: k.clone(),
+                    known,
+                });
             }
         }
         Ok(())
@@ -80,12 +113,16 @@ impl PolicySpec {
     pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, SpecError> {
         match self.params.get(key) {
             None => Ok(default),
-            Some(v) => v.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| SpecError::BadValue {
-                policy: self.name.clone(),
-                key: key.to_string(),
-                value: v.clone(),
-                why: "expected a number".into(),
-            }),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| SpecError::BadValue {
+                    policy: self.name.clone(),
+                    key: key.to_string(),
+                    value: v.clone(),
+                    why: "expected a number".into(),
+                }),
         }
     }
 

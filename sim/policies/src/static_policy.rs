@@ -19,7 +19,10 @@ impl Policy for Static {
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
-        vec![Action::Launch { job: job.request.id, config: job.request.requested }]
+        vec![Action::Launch {
+            job: job.request.id,
+            config: job.request.requested,
+        }]
     }
 }
 
@@ -31,6 +34,9 @@ mod tests {
     fn static_takes_no_parameters() {
         assert!(crate::build("static").is_ok());
         assert!(crate::build("static[x=1]").is_err());
-        assert!(matches!(crate::build("nope"), Err(SpecError::UnknownPolicy { .. })));
+        assert!(matches!(
+            crate::build("nope"),
+            Err(SpecError::UnknownPolicy { .. })
+        ));
     }
 }

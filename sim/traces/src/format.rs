@@ -110,7 +110,11 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
         jobs.push(job);
         job_lines.push(line_no);
     }
-    Ok(Trace { header, jobs, lines: job_lines })
+    Ok(Trace {
+        header,
+        jobs,
+        lines: job_lines,
+    })
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(

@@ -165,6 +165,9 @@ impl Job {
 
     /// Samples at which the PS memory reaches its limit, if ever (linear in samples).
     pub fn ps_oom_at_samples(&self) -> Option<f64> {
+        if self.config.ps == 0 {
+            return None;
+        }
         let limit = self.config.ps_mem_mb as f64;
         let share = 1.0 / f64::from(self.config.ps);
         let slope = share * self.spec.emb_mb_per_msample / 1e6;

@@ -111,9 +111,22 @@ impl IterationTime {
 
 pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
     assert!(
-        x.workers >= 1.0 && x.ps >= 1.0 && x.worker_cores > 0.0 && x.ps_cores > 0.0,
+        x.workers >= 1.0 && x.ps >= 0.0 && x.worker_cores > 0.0,
         "bad perf inputs {x:?}"
     );
+    if x.ps < 1.0 {
+        // No parameter server: an all-reduce or single-pod job (imported GPU/HPC traces).
+        // Simplification: a ring all-reduce moves 2(w-1)/w of the dense model per step and
+        // there is no separate update or lookup phase.
+        let w = x.workers;
+        return IterationTime {
+            grad_s: p.a_grad * x.batch / x.worker_cores + p.b_grad,
+            upd_s: 0.0,
+            sync_s: p.a_sync * 2.0 * x.dense_mb * (w - 1.0) / w / x.bandwidth_mb_s + p.b_sync,
+            emb_s: 0.0,
+        };
+    }
+    assert!(x.ps_cores > 0.0, "bad perf inputs {x:?}");
     IterationTime {
         grad_s: p.a_grad * x.batch / x.worker_cores + p.b_grad,
         upd_s: p.a_upd * x.workers / (x.ps * x.ps_cores) + p.b_upd,

@@ -366,7 +366,7 @@ fn check_jobs_fit(
         let worker = Resources::new(job.worker_cpu, job.worker_mem_mb, job.worker_gpu);
         let ps = Resources::new(job.ps_cpu, job.ps_mem_mb, 0);
         for (role, req, prefix) in [("worker", worker, "worker"), ("PS", ps, "ps")] {
-            if fits(&req) {
+            if fits(&req) || (prefix == "ps" && job.ps == 0) {
                 continue;
             }
             let field = if req.cpu_milli > max.cpu_milli {

@@ -194,14 +194,15 @@ impl World {
             self.rejected_actions += 1;
             return;
         }
+        let ps_ok = config.ps == 0
+            || (config.ps_cpu > 0.0
+                && config.ps_mem_mb > 0
+                && self.cluster.could_ever_fit(&config.ps_request()));
         let valid = config.workers >= 1
-            && config.ps >= 1
             && config.worker_cpu > 0.0
-            && config.ps_cpu > 0.0
             && config.worker_mem_mb > 0
-            && config.ps_mem_mb > 0
             && self.cluster.could_ever_fit(&config.worker_request())
-            && self.cluster.could_ever_fit(&config.ps_request());
+            && ps_ok;
         if !valid {
             self.rejected_actions += 1;
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));

@@ -58,6 +58,7 @@ pub struct JobSpec {
     /// Embedding memory added per million samples seen (new feature IDs), in MB.
     pub emb_mb_per_msample: f64,
     pub workers: u32,
+    /// Parameter servers; 0 for jobs without them (all-reduce or single-pod jobs).
     pub ps: u32,
     pub worker_cpu: f64,
     pub worker_mem_mb: u64,
@@ -103,11 +104,16 @@ impl JobSpec {
         non_negative("emb_mb_initial", self.emb_mb_initial)?;
         non_negative("emb_mb_per_msample", self.emb_mb_per_msample)?;
         positive("workers", f64::from(self.workers))?;
-        positive("ps", f64::from(self.ps))?;
         positive("worker_cpu", self.worker_cpu)?;
         positive("worker_mem_mb", self.worker_mem_mb as f64)?;
-        positive("ps_cpu", self.ps_cpu)?;
-        positive("ps_mem_mb", self.ps_mem_mb as f64)?;
+        // `ps = 0` is a job without parameter servers (all-reduce or single pod); its PS
+        // fields are then ignored.
+        if self.ps > 0 {
+            positive("ps_cpu", self.ps_cpu)?;
+            positive("ps_mem_mb", self.ps_mem_mb as f64)?;
+        } else {
+            non_negative("ps_cpu", self.ps_cpu)?;
+        }
         Ok(())
     }
 }

@@ -1,15 +1,56 @@
-//! `dlsim trace`: generate native traces (importers and inspection come with issue #8).
+//! `dlsim trace`: generate native traces, import public ones (`dlsim_importers`), and
+//! inspect any native trace (statistics and plots).
 
 use crate::BadInput;
+use anyhow::Context;
 use clap::{Args, Subcommand};
-use dlsim_traces::{generate, write_trace, GeneratorConfig, TraceHeader};
+use dlsim_importers::{Format, ImportOptions};
+use dlsim_traces::{generate, read_trace, write_trace, GeneratorConfig, TraceHeader};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum TraceCommand {
     /// Generate an AntGroup-style trace (distributions from the papers' published statistics).
     Gen(GenArgs),
+    /// Import a public trace (openb, dlrm2025, pai2020, philly, swf) into the native format.
+    Import(ImportArgs),
+    /// Print counts, distributions, arrivals by hour and outcome mix of a native trace.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// Source format: openb, dlrm2025, pai2020, philly or swf.
+    #[arg(long)]
+    pub format: String,
+    /// Source file (CSV, or SWF plain or gzip).
+    pub input: PathBuf,
+    /// Output native trace (JSON Lines).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The source's node list: openb node list CSV, or PAI machine spec.
+    #[arg(long)]
+    pub nodes: Option<PathBuf>,
+    /// Write the cluster as a dlsim node-list CSV (name,cores,mem_gb,gpus,gpu_model).
+    #[arg(long)]
+    pub cluster_out: Option<PathBuf>,
+    /// Skip malformed rows (each reason counted) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Seed of the `import-<format>` stream that fills fields the source lacks.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// Native trace file.
+    pub trace: PathBuf,
+    /// Also write plots: PREFIX-arrivals, PREFIX-sizes, PREFIX-size-duration (.png, .svg).
+    #[arg(long)]
+    pub plot_out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -33,6 +74,8 @@ pub struct GenArgs {
 
 pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        TraceCommand::Import(a) => import(&a),
+        TraceCommand::Inspect(a) => inspect(&a),
         TraceCommand::Gen(a) => {
             if !(a.days > 0.0 && a.jobs_per_day > 0.0 && (0.0..=1.0).contains(&a.gpu_fraction)) {
                 return Err(BadInput(
@@ -62,4 +105,58 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let wall = Instant::now();
+    let Some(format) = Format::parse(&a.format) else {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        return Err(BadInput(format!(
+            "--format: unknown format `{}` (expected one of {})",
+            a.format,
+            names.join(", ")
+        ))
+        .into());
+    };
+    let opts = ImportOptions {
+        skip_bad: a.skip_bad,
+        seed: a.seed,
+        nodes: a.nodes.clone(),
+    };
+    let imported =
+        dlsim_importers::import(format, &a.input, &opts).map_err(|e| BadInput(e.to_string()))?;
+    print!("{}", imported.report);
+    if imported.jobs.is_empty() {
+        return Err(BadInput(format!(
+            "{}: no job could be imported (see the report above)",
+            a.input.display()
+        ))
+        .into());
+    }
+    let header = dlsim_importers::header(format, &a.input, &opts, &imported.report);
+    write_trace(&a.out, &header, &imported.jobs)
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    println!("wrote {} jobs to {}", imported.jobs.len(), a.out.display());
+    if let Some(path) = &a.cluster_out {
+        dlsim_importers::write_node_list(path, &imported.nodes)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {} nodes to {}", imported.nodes.len(), path.display());
+    }
+    println!("import took {:.2} s", wall.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn inspect(a: &InspectArgs) -> anyhow::Result<ExitCode> {
+    let trace = read_trace(&a.trace).map_err(|e| BadInput(e.to_string()))?;
+    print!("{}", dlsim_importers::inspect::inspect(&trace));
+    if let Some(prefix) = &a.plot_out {
+        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let written = dlsim_importers::inspect::plot(&trace, prefix)?;
+        for p in written {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -184,6 +184,7 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
         worker_gpu: u32::from(gpu),
         priority,
         synthesized: Vec::new(),
+        observed: None,
     }
 }
 

@@ -74,6 +74,67 @@ pub struct JobSpec {
     /// from a real source. Empty means every field is real (or the trace is synthetic).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub synthesized: Vec<String>,
+    /// What an imported source recorded about the job's real run (absent for synthetic
+    /// jobs). Informational: the simulator does not replay outcomes or scale events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}
+
+/// How a job ended in the source trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Failed,
+    /// Cancelled or killed by the user or the system.
+    Killed,
+    /// Still running when the trace ends: the recorded duration is a lower bound.
+    Censored,
+    /// Never scheduled in the source.
+    Pending,
+    /// The source does not say.
+    Unknown,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Failed => "failed",
+            Outcome::Killed => "killed",
+            Outcome::Censored => "censored",
+            Outcome::Pending => "pending",
+            Outcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// A job's real run as an imported trace recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observed {
+    /// The job's name or id in the source (pod name, app, job number, source line).
+    pub name: String,
+    pub outcome: Outcome,
+    /// Real run time, seconds (a lower bound when `outcome` is `censored`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<u64>,
+    /// Real wait from submission to start, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_s: Option<u64>,
+    /// Elastic changes of the pod counts over the job's life, in time order. The simulator
+    /// does not apply these yet; the job's `ps`/`workers` hold the peak counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale: Vec<ScaleEvent>,
+}
+
+/// From `t_s` (seconds from trace start) the job ran `ps` PS-like and `workers` worker pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleEvent {
+    pub t_s: u64,
+    pub ps: u32,
+    pub workers: u32,
 }
 
 impl JobSpec {

@@ -12,4 +12,4 @@ pub mod job;
 pub use error::InputError;
 pub use format::{read_trace, write_trace, Trace, TraceHeader, FORMAT_NAME, FORMAT_VERSION};
 pub use generator::{generate, GeneratorConfig};
-pub use job::{JobSpec, ModelKind};
+pub use job::{JobSpec, ModelKind, Observed, Outcome, ScaleEvent};

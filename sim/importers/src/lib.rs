@@ -1,0 +1,179 @@
+//! Importers of public cluster traces into dlsim's native trace format, plus a node-list
+//! CSV for the cluster, and `inspect` (statistics and plots of any native trace).
+//!
+//! Formats (one module each, with its mapping documented there): [`openb`] (Alibaba GPU
+//! trace v2023), [`dlrm2025`] (Alibaba disaggregated DLRM trace), [`pai2020`] (Alibaba PAI
+//! 2020 task table), [`philly`] (the Pollux extract of Microsoft Philly), [`swf`] (Standard
+//! Workload Format, plain or gzip).
+//!
+//! Every importer streams its input line by line (gzip through flate2) and keeps one small
+//! record per job, never the file; the output must be sorted by submission, so the jobs
+//! themselves are held until written. A malformed row stops the import with an error
+//! naming file, line and field, unless `skip_bad` is set, in which case it is skipped and
+//! counted under its reason in the [`ImportReport`]. Rows left out by a mapping rule (e.g.
+//! never-scheduled pods) are counted separately. Fields the source lacks are filled by the
+//! seeded rules in [`synth`] and named in each job's `synthesized`; what the source did
+//! record about the real run (outcome, duration, wait, scale events) goes to `observed`.
+//!
+//! After parsing, every pod is checked against the cluster: a pod that fits no node is a
+//! bad row (the replay would reject the whole trace). Jobs are then sorted by submission
+//! (stable, so ties keep input order) and numbered from 0.
+
+pub mod cluster;
+pub mod dlrm2025;
+pub mod input;
+pub mod inspect;
+pub mod openb;
+pub mod pai2020;
+pub mod philly;
+pub mod report;
+pub mod swf;
+pub mod synth;
+
+pub use cluster::{write_node_list, NodeRow};
+pub use report::ImportReport;
+
+use dlsim_traces::{InputError, JobSpec, TraceHeader};
+use input::{reject, Lines, RowError};
+use std::path::{Path, PathBuf};
+use synth::{Draft, Synth};
+
+/// A supported source format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    Openb,
+    Dlrm2025,
+    Pai2020,
+    Philly,
+    Swf,
+}
+
+impl Format {
+    pub const ALL: [Format; 5] = [
+        Format::Openb,
+        Format::Dlrm2025,
+        Format::Pai2020,
+        Format::Philly,
+        Format::Swf,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Openb => "openb",
+            Format::Dlrm2025 => "dlrm2025",
+            Format::Pai2020 => "pai2020",
+            Format::Philly => "philly",
+            Format::Swf => "swf",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+}
+
+/// What the user chose on the command line.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Skip malformed rows (counting each reason) instead of stopping at the first.
+    pub skip_bad: bool,
+    /// Seed of the `import-<format>` stream used to synthesise missing fields.
+    pub seed: u64,
+    /// The source's own node list (openb node list, PAI machine spec).
+    pub nodes: Option<PathBuf>,
+}
+
+/// What one format module hands back: jobs in input order and, when the source describes
+/// one, the cluster with a one-line description.
+pub(crate) struct Parsed {
+    pub drafts: Vec<Draft>,
+    pub nodes: Option<(Vec<NodeRow>, String)>,
+}
+
+/// The result of an import.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub jobs: Vec<JobSpec>,
+    pub nodes: Vec<NodeRow>,
+    pub report: ImportReport,
+}
+
+/// Imports `input` in `format`. Errors name the file, line and field.
+pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, InputError> {
+    let mut report = ImportReport::new(format.as_str());
+    let lines = Lines::open(input)?;
+    let parsed = match format {
+        Format::Openb => openb::read(lines, opts, &mut report)?,
+        Format::Dlrm2025 => dlrm2025::read(lines, opts, &mut report)?,
+        Format::Pai2020 => pai2020::read(lines, opts, &mut report)?,
+        Format::Philly => philly::read(lines, opts, &mut report)?,
+        Format::Swf => swf::read(lines, opts, &mut report)?,
+    };
+    let (nodes, desc) = match parsed.nodes {
+        Some(n) => n,
+        None => {
+            let (cpu, gpu) = match format {
+                Format::Dlrm2025 => dlrm2025::node_shapes(),
+                Format::Philly => philly::node_shapes(),
+                _ => pai2020::node_shapes(),
+            };
+            cluster::size_cluster(&parsed.drafts, &cpu, &gpu)
+        }
+    };
+    let mut synth = Synth::new(opts.seed, format.as_str());
+    let mut jobs = Vec::with_capacity(parsed.drafts.len());
+    for d in parsed.drafts {
+        if let Err(field) = cluster::check_fits(&nodes, &d) {
+            let msg = format!(
+                "a pod of this job fits no node of the cluster ({field} too large); \
+                 use --skip-bad to leave such jobs out"
+            );
+            let err = RowError::new(field, "pod fits no node", msg);
+            reject(input, d.line, err, opts.skip_bad, &mut report)?;
+            continue;
+        }
+        jobs.push(synth.job(d, &mut report));
+    }
+    jobs.sort_by_key(|j| j.submit_s);
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.id = i as u64;
+    }
+    report.jobs = jobs.len() as u64;
+    report.pods = jobs
+        .iter()
+        .map(|j| u64::from(j.ps) + u64::from(j.workers))
+        .sum();
+    report.gpu_jobs = jobs.iter().filter(|j| j.worker_gpu > 0).count() as u64;
+    report.cluster = Some(desc);
+    Ok(Imported {
+        jobs,
+        nodes,
+        report,
+    })
+}
+
+/// The trace header of an import: importer, format, input file name (not its full path,
+/// so the output does not depend on where the input lay), seed and report.
+pub fn header(
+    format: Format,
+    input: &Path,
+    opts: &ImportOptions,
+    report: &ImportReport,
+) -> TraceHeader {
+    let name = |p: &Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
+    TraceHeader::new(serde_json::json!({
+        "importer": "dlsim trace import",
+        "format": format.as_str(),
+        "input": name(input),
+        "nodes": opts.nodes.as_deref().and_then(name),
+        "seed": opts.seed,
+        "mapping": format!("sim/importers/src/{}.rs", format.as_str()),
+        "report": report,
+    }))
+}
+
+/// Seconds as an integer, rounding to the nearest second (source times are whole or
+/// float seconds).
+pub(crate) fn secs(v: f64) -> u64 {
+    v.round().max(0.0) as u64
+}

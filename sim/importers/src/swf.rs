@@ -1,0 +1,238 @@
+//! Standard Workload Format v2.2 (Parallel Workloads Archive), plain or gzip.
+//!
+//! Lines starting with `;` are header comments (`; MaxProcs: 128` is read); every other
+//! non-empty line has 18 whitespace-separated fields, -1 meaning unknown: job number, submit
+//! time, wait time, run time, allocated processors, average CPU time, used memory (KB per
+//! processor), requested processors, requested time, requested memory (KB per processor),
+//! status, user, group, executable, queue, partition, preceding job, think time.
+//!
+//! Mapping (a rigid parallel job becomes one pod without parameter servers):
+//!
+//! - `submit_s` = submit time; real wait = wait time; real run time = run time (a job whose
+//!   run time is -1 has nothing to reproduce and is left out, counted by rule);
+//! - `worker_cpu` = allocated processors (else requested), one core per processor;
+//! - `worker_mem_mb` = processors x requested memory (else used memory) / 1024; when both are
+//!   -1, 1024 MB per processor (synthesised, marked);
+//! - outcome from status: 1 completed, 0 failed, 5 cancelled = killed, others (-1, and the
+//!   checkpoint codes 2-4) unknown; `user` = `u<user id>`.
+//!
+//! Cluster: the machine as one node of `MaxProcs` cores (else `MaxNodes`, else the largest
+//! job), with 1 GB per core or the largest job's memory if more. One node models a
+//! space-shared machine exactly: a job runs when enough processors are free.
+
+use crate::cluster::NodeRow;
+use crate::input::{reject, Lines, Row, RowError};
+use crate::report::ImportReport;
+use crate::synth::{Draft, Shape};
+use crate::{ImportOptions, Parsed};
+use dlsim_traces::{InputError, Observed, Outcome};
+
+const COLS: &[&str] = &[
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_procs",
+    "avg_cpu_time",
+    "used_memory_kb",
+    "requested_procs",
+    "requested_time",
+    "requested_memory_kb",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+];
+
+const MB_PER_PROC_DEFAULT: u64 = 1024;
+
+pub(crate) fn read(
+    mut lines: Lines,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<Parsed, InputError> {
+    let path = lines.path().to_path_buf();
+    if opts.nodes.is_some() {
+        return Err(InputError::new(
+            &path,
+            "swf has no node list: drop --nodes (the machine comes from the MaxProcs header)",
+        ));
+    }
+    let (mut max_procs, mut max_nodes) = (None, None);
+    let mut drafts = Vec::new();
+    while let Some((line_no, text)) = lines.next_line()? {
+        let t = text.trim();
+        if let Some(comment) = t.strip_prefix(';') {
+            if let Some((key, value)) = comment.split_once(':') {
+                let v = value.trim().parse::<u32>().ok();
+                match key.trim() {
+                    "MaxProcs" => max_procs = v,
+                    "MaxNodes" => max_nodes = v,
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if t.is_empty() {
+            continue;
+        }
+        report.rows_read += 1;
+        match job(t, line_no, report) {
+            Ok(Some(d)) => drafts.push(d),
+            Ok(None) => {}
+            Err(e) => reject(&path, line_no, e, opts.skip_bad, report)?,
+        }
+    }
+    let largest = drafts
+        .iter()
+        .map(|d| d.shape.worker_cpu as u32)
+        .max()
+        .unwrap_or(1);
+    let (cores, from) = match (max_procs, max_nodes) {
+        (Some(p), _) if p > 0 => (p, "MaxProcs header"),
+        (_, Some(n)) if n > 0 => (n, "MaxNodes header"),
+        _ => (largest, "largest job (no MaxProcs header)"),
+    };
+    let largest_mem_mb = drafts
+        .iter()
+        .map(|d| d.shape.worker_mem_mb)
+        .max()
+        .unwrap_or(0);
+    let mem_gb = f64::from(cores).max((largest_mem_mb as f64 / 1024.0).ceil());
+    let node = NodeRow {
+        name: "swf-machine".into(),
+        cores: f64::from(cores),
+        mem_gb,
+        gpus: 0,
+        gpu_model: String::new(),
+    };
+    let desc = format!("1 node of {cores} cores (from the {from}), {mem_gb} GB");
+    Ok(Parsed {
+        drafts,
+        nodes: Some((vec![node], desc)),
+    })
+}
+
+fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draft>, RowError> {
+    let r = Row::whitespace(text, COLS)?;
+    // -1 = unknown in every field.
+    let known = |i: usize| -> Result<Option<f64>, RowError> {
+        let v = r.opt_f64(i)?;
+        Ok(v.filter(|&x| x != -1.0))
+    };
+    let submit = known(1)?
+        .ok_or_else(|| RowError::new("submit_time", "unknown", "the submit time is -1"))?;
+    if submit < 0.0 {
+        return Err(RowError::new(
+            "submit_time",
+            "negative",
+            format!("must be >= 0, got {submit}"),
+        ));
+    }
+    let Some(run) = known(3)? else {
+        report.skip_by_rule("run time unknown (-1)");
+        return Ok(None);
+    };
+    if run < 0.0 {
+        return Err(RowError::new(
+            "run_time",
+            "negative",
+            format!("must be >= 0 or -1, got {run}"),
+        ));
+    }
+    let procs = match (known(4)?, known(7)?) {
+        (Some(p), _) if p > 0.0 => p,
+        (_, Some(p)) if p > 0.0 => p,
+        _ => {
+            return Err(RowError::new(
+                "allocated_procs",
+                "no processor count",
+                "neither allocated nor requested processors are known",
+            ))
+        }
+    };
+    let procs = procs.round().clamp(1.0, 1e6) as u64;
+    let mut synthesized = Vec::new();
+    let mem_mb = match (known(9)?, known(6)?) {
+        (Some(kb), _) if kb > 0.0 => (kb * procs as f64 / 1024.0).ceil() as u64,
+        (_, Some(kb)) if kb > 0.0 => (kb * procs as f64 / 1024.0).ceil() as u64,
+        _ => {
+            synthesized.push("worker_mem_mb");
+            MB_PER_PROC_DEFAULT * procs
+        }
+    };
+    let outcome = match known(10)? {
+        Some(s) if s == 1.0 => Outcome::Completed,
+        Some(s) if s == 0.0 => Outcome::Failed,
+        Some(s) if s == 5.0 => Outcome::Killed,
+        _ => Outcome::Unknown,
+    };
+    let user = known(11)?.map(|u| format!("u{u}")).unwrap_or_default();
+    let duration_s = run.round() as u64;
+    Ok(Some(Draft {
+        submit_s: submit.round() as u64,
+        user,
+        priority: 0,
+        shape: Shape {
+            workers: 1,
+            ps: 0,
+            worker_cpu: procs as f64,
+            worker_mem_mb: mem_mb.max(1),
+            worker_gpu: 0,
+            ps_cpu: 0.0,
+            ps_mem_mb: 0,
+        },
+        duration_s,
+        observed: Observed {
+            name: r.str(0).to_string(),
+            outcome,
+            duration_s: Some(duration_s),
+            wait_s: known(2)?.map(|w| w.max(0.0).round() as u64),
+            scale: Vec::new(),
+        },
+        synthesized,
+        line,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minus_one_means_unknown() {
+        let mut r = ImportReport::new("swf");
+        let d = job(
+            "7 100 -1 50 32 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
+            40,
+            &mut r,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.shape.worker_cpu, 32.0);
+        assert_eq!(d.shape.worker_mem_mb, 32 * 1024);
+        assert_eq!(d.synthesized, vec!["worker_mem_mb"]);
+        assert_eq!(d.observed.outcome, Outcome::Completed);
+        assert_eq!(d.observed.wait_s, None);
+        assert_eq!(d.user, "u4");
+        let none = job(
+            "8 100 -1 -1 32 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
+            41,
+            &mut r,
+        )
+        .unwrap();
+        assert!(none.is_none());
+        assert_eq!(r.skipped_by_rule.values().sum::<u64>(), 1);
+        let e = job(
+            "9 100 -1 5 -1 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
+            42,
+            &mut r,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "allocated_procs");
+    }
+}

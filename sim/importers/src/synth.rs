@@ -1,0 +1,263 @@
+//! Filling what a public trace lacks, by one documented, seeded rule for every importer.
+//!
+//! Real sources record resources and times, never the model trained. For each imported job,
+//! in input order, the importer draws from the ChaCha8 stream `import-<format>` of `--seed`:
+//!
+//! - `model`: wide_deep 50%, xdeepfm 25%, dcn 25% (the generator's mix, an assumption);
+//! - `batch_size`: 256 / 512 / 1024 with 50 / 40 / 10%;
+//! - `emb_dim`: 8 / 16 / 32 with 30 / 50 / 20%;
+//! - `dense_mb`: lognormal with mean 18 MB, sigma 0.8, in [0.5, 2000] (DLRover Table 3's
+//!   ~4.5M dense parameters x 4 bytes).
+//!
+//! Then, without randomness:
+//!
+//! - `steps = ceil(duration_s x throughput(requested config) / batch_size)`, at least 1,
+//!   where throughput is the ground truth `dlsim_model::perf::throughput` with the kind's
+//!   default parameters, the default truth settings (1,250 MB/s, a GPU = 24 cores) and no
+//!   per-job variation. A static replay of an uncontended job therefore lasts about its real
+//!   duration (plus pod start-up, and +-15% from the hidden per-job variation).
+//! - Embeddings (PS jobs only): the final embedding size is half of what the requested PS
+//!   memory can hold above the memory model's baseline, `0.5 x ((ps_mem_mb - 2048) x ps -
+//!   3 x dense_mb)`, 10% present at start and the rest growing linearly over the job's
+//!   samples, so an imported job never runs out of memory unless its PS request is below the
+//!   model's baseline (counted as a note). Jobs without PS get no embeddings.
+//!
+//! Every field filled this way is listed in the job's `synthesized`.
+
+use crate::report::ImportReport;
+use dlsim_engine::{RngStreams, SimRng};
+use dlsim_model::perf::{throughput, PerfInputs, ThroughputParams};
+use dlsim_model::scenario::TruthSettings;
+use dlsim_traces::{JobSpec, ModelKind, Observed};
+use rand::Rng;
+
+/// Fields every importer synthesises.
+pub const ALWAYS: [&str; 7] = [
+    "model",
+    "batch_size",
+    "steps",
+    "dense_mb",
+    "emb_dim",
+    "emb_mb_initial",
+    "emb_mb_per_msample",
+];
+
+/// The resources of a job as the source requested them (per pod).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Shape {
+    pub workers: u32,
+    pub ps: u32,
+    pub worker_cpu: f64,
+    pub worker_mem_mb: u64,
+    pub worker_gpu: u32,
+    pub ps_cpu: f64,
+    pub ps_mem_mb: u64,
+}
+
+impl Shape {
+    pub fn pods(&self) -> u64 {
+        u64::from(self.workers) + u64::from(self.ps)
+    }
+}
+
+/// Everything about a job the source gives, before synthesis.
+#[derive(Clone, Debug)]
+pub struct Draft {
+    pub submit_s: u64,
+    pub user: String,
+    pub priority: i32,
+    pub shape: Shape,
+    /// Run time the synthesised steps should reproduce.
+    pub duration_s: u64,
+    pub observed: Observed,
+    /// Resource fields the importer itself filled by rule (beyond [`ALWAYS`]).
+    pub synthesized: Vec<&'static str>,
+    /// Source line (first line of the job), for later error messages.
+    pub line: usize,
+}
+
+/// The seeded filler of one import.
+pub struct Synth {
+    rng: SimRng,
+    truth: TruthSettings,
+}
+
+fn pick<T: Copy>(rng: &mut SimRng, choices: &[(T, f64)]) -> T {
+    let mut x = rng.gen::<f64>() * choices.iter().map(|c| c.1).sum::<f64>();
+    for &(v, w) in choices {
+        if x < w {
+            return v;
+        }
+        x -= w;
+    }
+    choices[choices.len() - 1].0
+}
+
+impl Synth {
+    pub fn new(seed: u64, format: &str) -> Self {
+        Synth {
+            rng: RngStreams::new(seed).stream(&format!("import-{format}")),
+            truth: TruthSettings::default(),
+        }
+    }
+
+    /// Turns a draft into a job (id 0; ids are assigned after sorting).
+    pub fn job(&mut self, d: Draft, report: &mut ImportReport) -> JobSpec {
+        let rng = &mut self.rng;
+        let model = pick(
+            rng,
+            &[
+                (ModelKind::WideDeep, 0.5),
+                (ModelKind::Xdeepfm, 0.25),
+                (ModelKind::Dcn, 0.25),
+            ],
+        );
+        let batch_size = pick(rng, &[(256u32, 0.5), (512, 0.4), (1024, 0.1)]);
+        let emb_dim = pick(rng, &[(8u32, 0.3), (16, 0.5), (32, 0.2)]);
+        // Lognormal by Box-Muller on two uniforms, mean 18 MB.
+        let (u1, u2): (f64, f64) = (rng.gen::<f64>().max(1e-12), rng.gen());
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        let sigma = 0.8;
+        let dense_mb = ((18f64.ln() - sigma * sigma / 2.0 + sigma * z).exp()).clamp(0.5, 2000.0);
+        let dense_mb = (dense_mb * 100.0).round() / 100.0;
+        let s = d.shape;
+        let gpu_cores = f64::from(s.worker_gpu) * self.truth.gpu_core_equiv;
+        let inputs = PerfInputs {
+            workers: f64::from(s.workers),
+            ps: f64::from(s.ps),
+            worker_cores: s.worker_cpu + gpu_cores,
+            ps_cores: s.ps_cpu,
+            batch: f64::from(batch_size),
+            dense_mb,
+            bandwidth_mb_s: self.truth.bandwidth_mb_s,
+            emb_dim: f64::from(emb_dim),
+        };
+        let rate = throughput(&ThroughputParams::default_for(model), &inputs);
+        if d.duration_s == 0 {
+            report.note("zero duration: 1 step");
+        }
+        let steps = ((d.duration_s as f64 * rate / f64::from(batch_size)).ceil() as u64).max(1);
+        let (emb_mb_initial, emb_mb_per_msample) = if s.ps > 0 {
+            let budget = (s.ps_mem_mb as f64 - dlsim_model::perf::PS_BASE_MB) * f64::from(s.ps)
+                - 3.0 * dense_mb;
+            if budget <= 0.0 {
+                report.note("PS memory request below the memory model's baseline (will OOM)");
+            }
+            let emb_final = 0.5 * budget.max(0.0);
+            let msamples = steps as f64 * f64::from(batch_size) / 1e6;
+            (
+                (0.1 * emb_final * 100.0).round() / 100.0,
+                (0.9 * emb_final / msamples * 1e4).floor() / 1e4,
+            )
+        } else {
+            (0.0, 0.0)
+        };
+        let mut synthesized: Vec<String> = ALWAYS.iter().map(|s| s.to_string()).collect();
+        synthesized.extend(d.synthesized.iter().map(|s| s.to_string()));
+        JobSpec {
+            id: 0,
+            submit_s: d.submit_s,
+            user: d.user,
+            model,
+            batch_size,
+            steps,
+            dense_mb,
+            emb_dim,
+            emb_mb_initial,
+            emb_mb_per_msample,
+            workers: s.workers,
+            ps: s.ps,
+            worker_cpu: s.worker_cpu,
+            worker_mem_mb: s.worker_mem_mb,
+            ps_cpu: s.ps_cpu,
+            ps_mem_mb: s.ps_mem_mb,
+            worker_gpu: s.worker_gpu,
+            priority: d.priority,
+            synthesized,
+            observed: Some(d.observed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsim_traces::Outcome;
+
+    fn draft(duration_s: u64, shape: Shape) -> Draft {
+        Draft {
+            submit_s: 0,
+            user: String::new(),
+            priority: 0,
+            shape,
+            duration_s,
+            observed: Observed {
+                name: "x".into(),
+                outcome: Outcome::Completed,
+                duration_s: Some(duration_s),
+                wait_s: None,
+                scale: Vec::new(),
+            },
+            synthesized: vec![],
+            line: 2,
+        }
+    }
+
+    #[test]
+    fn steps_reproduce_the_real_duration_at_the_requested_config() {
+        let shape = Shape {
+            workers: 4,
+            ps: 2,
+            worker_cpu: 8.0,
+            worker_mem_mb: 16_384,
+            worker_gpu: 0,
+            ps_cpu: 8.0,
+            ps_mem_mb: 32_768,
+        };
+        let mut report = ImportReport::new("t");
+        let mut s = Synth::new(1, "t");
+        for _ in 0..20 {
+            let job = s.job(draft(3_600, shape), &mut report);
+            assert!(job.validate().is_ok());
+            let x = PerfInputs {
+                workers: 4.0,
+                ps: 2.0,
+                worker_cores: 8.0,
+                ps_cores: 8.0,
+                batch: f64::from(job.batch_size),
+                dense_mb: job.dense_mb,
+                bandwidth_mb_s: 1_250.0,
+                emb_dim: f64::from(job.emb_dim),
+            };
+            let secs =
+                job.total_samples() / throughput(&ThroughputParams::default_for(job.model), &x);
+            assert!((secs - 3_600.0).abs() < 2.0, "{secs}");
+            let final_ps_mb = dlsim_model::perf::ps_mem_mb(
+                job.dense_mb,
+                job.emb_mb_initial + job.emb_mb_per_msample * job.total_samples() / 1e6,
+                0.5,
+            );
+            assert!(final_ps_mb < 32_768.0, "never OOMs: {final_ps_mb}");
+        }
+        assert!(report.notes.is_empty());
+    }
+
+    #[test]
+    fn same_seed_same_draws() {
+        let shape = Shape {
+            workers: 1,
+            worker_cpu: 4.0,
+            worker_mem_mb: 1024,
+            worker_gpu: 1,
+            ..Shape::default()
+        };
+        let mut r = ImportReport::new("t");
+        let a: Vec<_> = (0..5)
+            .map(|_| Synth::new(3, "t").job(draft(60, shape), &mut r))
+            .collect();
+        let mut s = Synth::new(3, "t");
+        let b = s.job(draft(60, shape), &mut r);
+        assert_eq!(a[0], b);
+        assert_ne!(b, s.job(draft(60, shape), &mut r));
+    }
+}

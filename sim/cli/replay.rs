@@ -142,6 +142,10 @@ fn print_summary(s: &Summary) {
             "jobs failed",
             format!("{} {:?}", s.jobs_failed, s.failures_by_reason),
         ),
+        (
+            "pod failures / relaunches",
+            format!("{} / {}", s.pod_failures, s.relaunches),
+        ),
         ("JCR", pct(s.jcr)),
         ("JCT mean", mins(s.jct_mean_s)),
         ("JCT median", mins(s.jct_median_s)),

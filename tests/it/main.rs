@@ -3,5 +3,6 @@
 mod bad_input;
 mod cli;
 mod determinism;
+mod faults;
 mod simulation;
 mod support;

@@ -3,6 +3,7 @@
 
 use dlsim_engine::RngStreams;
 use dlsim_model::cluster::Placement;
+use dlsim_model::faults::{FaultConfig, RecoveryConfig};
 use dlsim_model::policy::JobPhase;
 use dlsim_model::scenario::{
     ClusterSpec, NodeGroup, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
@@ -70,6 +71,25 @@ fn random_scenario(seed: u64) -> Scenario {
         pods: PodSettings::default(),
         observation: ObservationSettings::default(),
         truth: TruthSettings::default(),
+        faults: FaultConfig {
+            pod_failure_per_day: rng.gen_range(0.0..0.9),
+            worker_straggler_prob: rng.gen_range(0.0..0.3),
+            ps_straggler_prob: rng.gen_range(0.0..0.3),
+            straggler_cpu_ratio: rng.gen_range(0.03..1.0),
+            hot_ps_prob: rng.gen_range(0.0..0.5),
+            hot_ps_load_factor: rng.gen_range(1.0..5.0),
+        },
+        recovery: RecoveryConfig {
+            restart_budget: rng.gen_range(0..6),
+            oom_memory_factor: rng.gen_range(1.0..3.0),
+            checkpoint_interval_s: if rng.gen_bool(0.2) {
+                0.0
+            } else {
+                rng.gen_range(60.0..7_200.0)
+            },
+            checkpoint_cost_s: rng.gen_range(0.0..120.0),
+            reload_s: rng.gen_range(0.0..900.0),
+        },
         timeline_interval_s: 600,
         horizon_s: if rng.gen_bool(0.3) {
             Some(rng.gen_range(3_600..40_000))

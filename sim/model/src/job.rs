@@ -6,7 +6,7 @@
 //! [`Job::advance`] and recomputes the rate. This keeps the event count proportional to
 //! changes, not to training steps, at the cost of ignoring step-level jitter.
 
-use crate::perf::{self, IterationTime, PerfInputs, ThroughputParams};
+use crate::perf::{self, JobPerf, PerfInputs, ThroughputParams};
 use crate::policy::{JobConfig, JobPhase, JobRequest, ProfileSample};
 use crate::Resources;
 use dlsim_engine::SimTime;
@@ -38,6 +38,10 @@ pub struct Pod {
     pub request: Resources,
     pub state: PodState,
     pub node: Option<usize>,
+    /// Fraction of the requested CPU the pod actually gets (< 1 for a straggler).
+    pub cpu_factor: f64,
+    /// For a PS: its share of the parameters and lookups (the job's shares sum to 1).
+    pub share: f64,
 }
 
 /// Why a job ended without completing.
@@ -48,6 +52,10 @@ pub enum FailReason {
     Oom,
     /// The policy's launch configuration was invalid.
     Rejected,
+    /// A role's restart budget was spent on pod failures.
+    PodFailures,
+    /// A PS was lost and checkpointing is off, so there is nothing to restore.
+    PsLost,
     /// Still running or pending when the horizon was reached.
     Unfinished,
 }
@@ -57,6 +65,8 @@ impl FailReason {
         match self {
             FailReason::Oom => "oom",
             FailReason::Rejected => "rejected",
+            FailReason::PodFailures => "pod_failures",
+            FailReason::PsLost => "ps_lost",
             FailReason::Unfinished => "unfinished",
         }
     }
@@ -87,7 +97,22 @@ pub struct Job {
     pub samples_done: f64,
     /// Current throughput in samples/s (0 unless training).
     pub rate: f64,
-    pub iter: Option<IterationTime>,
+    /// The truth's performance for the running pods (None unless training).
+    pub perf: Option<JobPerf>,
+    /// Sum of the shares of the running PS (1 when all are up).
+    pub ps_share_running: f64,
+    /// Relaunches used, per role: [PS, worker].
+    pub restarts: [u32; 2],
+    pub pod_failures: u32,
+    /// Samples saved by the last periodic checkpoint, and training time since it.
+    pub ckpt_samples: f64,
+    pub train_since_ckpt_s: f64,
+    pub ckpt_interval_s: f64,
+    /// A restart must reload the checkpoint before training resumes.
+    pub needs_reload: bool,
+    pub reloading: bool,
+    /// Bumped on every restart, so a stale reload-finished event is ignored.
+    pub epoch: u64,
     pub last_update: SimTime,
     /// Bumped whenever the rate changes, so stale completion/OOM events are ignored.
     pub generation: u64,
@@ -121,7 +146,16 @@ impl Job {
             pending_pods: 0,
             samples_done: 0.0,
             rate: 0.0,
-            iter: None,
+            perf: None,
+            ps_share_running: 0.0,
+            restarts: [0, 0],
+            pod_failures: 0,
+            ckpt_samples: 0.0,
+            train_since_ckpt_s: 0.0,
+            ckpt_interval_s: 0.0,
+            needs_reload: false,
+            reloading: false,
+            epoch: 0,
             last_update: SimTime::ZERO,
             generation: 0,
             start: None,
@@ -154,31 +188,45 @@ impl Job {
         )
     }
 
-    /// Memory used by one PS (all PS hold equal shares) after `samples`.
-    pub fn ps_mem_used_mb(&self, samples: f64) -> f64 {
-        perf::ps_mem_mb(
-            self.spec.dense_mb,
-            self.emb_mb(samples),
-            1.0 / f64::from(self.config.ps),
-        )
+    /// Memory used by a PS holding `share` of the parameters after `samples`.
+    pub fn ps_mem_used_mb(&self, samples: f64, share: f64) -> f64 {
+        perf::ps_mem_mb(self.spec.dense_mb, self.emb_mb(samples), share)
     }
 
-    /// Samples at which the PS memory reaches its limit, if ever (linear in samples).
-    pub fn ps_oom_at_samples(&self) -> Option<f64> {
-        if self.config.ps == 0 {
-            return None;
+    /// The largest share held by a running PS (0 when none runs).
+    pub fn max_running_share(&self, pods: &[Pod]) -> f64 {
+        self.pods
+            .iter()
+            .map(|&p| &pods[p])
+            .filter(|p| p.role == Role::Ps && p.state == PodState::Running)
+            .map(|p| p.share)
+            .fold(0.0, f64::max)
+    }
+
+    /// The first running PS to reach its memory limit, and at how many samples (memory is
+    /// linear in samples). `Some((0.0, p))` if one is already over.
+    pub fn ps_oom_at_samples(&self, pods: &[Pod]) -> Option<(f64, usize)> {
+        let slope_per_share = self.spec.emb_mb_per_msample / 1e6;
+        let mut first: Option<(f64, usize)> = None;
+        for &p in &self.pods {
+            let pod = &pods[p];
+            if pod.role != Role::Ps || pod.state != PodState::Running {
+                continue;
+            }
+            let limit = pod.request.mem_mb as f64;
+            let at_zero = self.ps_mem_used_mb(0.0, pod.share);
+            let at = if at_zero > limit {
+                0.0
+            } else if slope_per_share * pod.share > 0.0 {
+                (limit - at_zero) / (slope_per_share * pod.share)
+            } else {
+                continue;
+            };
+            if first.is_none_or(|(best, _)| at < best) {
+                first = Some((at, p));
+            }
         }
-        let limit = self.config.ps_mem_mb as f64;
-        let share = 1.0 / f64::from(self.config.ps);
-        let slope = share * self.spec.emb_mb_per_msample / 1e6;
-        let at_zero = self.ps_mem_used_mb(0.0);
-        if at_zero > limit {
-            return Some(0.0);
-        }
-        if slope <= 0.0 {
-            return None;
-        }
-        Some((limit - at_zero) / slope)
+        first
     }
 
     /// The truth's inputs for the current running configuration.
@@ -209,14 +257,12 @@ impl Job {
     pub fn used(&self, samples: f64) -> (f64, f64, f64) {
         let w = f64::from(self.running_workers);
         let p = f64::from(self.running_ps);
-        let (wb, pb) = self
-            .iter
-            .as_ref()
-            .map(perf::busy_fractions)
-            .unwrap_or((0.0, 0.0));
-        let cpu = w * wb * self.config.worker_cpu + p * pb * self.config.ps_cpu;
-        let mem = w * self.worker_mem_used_mb() + p * self.ps_mem_used_mb(samples);
-        let gpu = w * wb * f64::from(self.config.worker_gpu);
+        let (cpu, gpu) = self.perf.map_or((0.0, 0.0), |x| {
+            (x.worker_cpu_used + x.ps_cpu_used, x.gpu_used)
+        });
+        let mem = w * self.worker_mem_used_mb()
+            + p * perf::PS_BASE_MB
+            + self.ps_share_running * (3.0 * self.spec.dense_mb + self.emb_mb(samples));
         (cpu, mem, gpu)
     }
 
@@ -239,6 +285,17 @@ impl Job {
         u.mem_used_mb_s += mem * dt;
         u.gpu_alloc_s += f64::from(alloc.gpu) * dt;
         u.gpu_used_s += gpu * dt;
+        if self.rate > 0.0 && self.ckpt_interval_s > 0.0 {
+            // Periodic checkpoints fall at fixed training-time marks; the rate is constant
+            // within this piece, so the samples at the last mark crossed are exact.
+            let trained = self.train_since_ckpt_s + dt;
+            let marks = (trained / self.ckpt_interval_s).floor();
+            if marks >= 1.0 {
+                let since_last_mark = trained - marks * self.ckpt_interval_s;
+                self.ckpt_samples = (after - self.rate * since_last_mark).max(before).min(after);
+            }
+            self.train_since_ckpt_s = trained - marks * self.ckpt_interval_s;
+        }
         self.samples_done = after;
     }
 

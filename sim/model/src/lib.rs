@@ -7,6 +7,7 @@
 //! receive [`policy::ClusterView`]s, never a [`job::Job`].
 
 pub mod cluster;
+pub mod faults;
 pub mod job;
 pub mod metrics;
 pub mod perf;

@@ -56,6 +56,9 @@ pub struct Summary {
     pub cluster_mem_alloc: f64,
     pub failures_by_reason: BTreeMap<String, usize>,
     pub oom_kills: u64,
+    /// Pods lost to failures (not OOM), and relaunches, summed over jobs.
+    pub pod_failures: u64,
+    pub relaunches: u64,
     pub rejected_actions: u64,
     pub makespan_s: f64,
     pub events: u64,
@@ -160,6 +163,11 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
             / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
         failures_by_reason: failures,
         oom_kills: jobs.iter().map(|j| u64::from(j.oom_kills)).sum(),
+        pod_failures: jobs.iter().map(|j| u64::from(j.pod_failures)).sum(),
+        relaunches: jobs
+            .iter()
+            .map(|j| u64::from(j.restarts[0] + j.restarts[1]))
+            .sum(),
         rejected_actions: x.rejected_actions,
         makespan_s: jobs
             .iter()
@@ -173,7 +181,7 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
 /// Renders `jobs.csv`: one row per job.
 pub fn jobs_csv(jobs: &[Job]) -> String {
     let mut out = String::from(
-        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills\n",
+        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches\n",
     );
     let opt_s = |t: Option<dlsim_engine::SimTime>| {
         t.map(|t| format!("{:.3}", t.as_secs_f64()))
@@ -192,7 +200,7 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
         let u = &j.usage;
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             j.spec.id,
             j.spec.user,
             j.spec.model,
@@ -215,6 +223,8 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
             opt_f(ratio(u.mem_used_mb_s, u.mem_alloc_mb_s)),
             opt_f(ratio(u.gpu_used_s, u.gpu_alloc_s)),
             j.oom_kills,
+            j.pod_failures,
+            j.restarts[0] + j.restarts[1],
         )
         .expect("writing to a String cannot fail");
     }

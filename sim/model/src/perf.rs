@@ -152,6 +152,118 @@ pub fn busy_fractions(t: &IterationTime) -> (f64, f64) {
     (worker, ps)
 }
 
+/// A running worker as the truth sees it. `cpu` is the cores it actually gets (a straggler
+/// gets a fraction of its request); `cores` adds the GPU-equivalent cores.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkerCond {
+    pub cpu: f64,
+    pub cores: f64,
+    pub gpus: f64,
+}
+
+/// A running PS: its share of parameters and lookups (shares sum to 1), and its cores.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PsCond {
+    pub share: f64,
+    pub cores: f64,
+}
+
+/// A job's performance with heterogeneous pods.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobPerf {
+    /// Samples per second.
+    pub rate: f64,
+    /// CPU cores in use, summed over workers and over PS.
+    pub worker_cpu_used: f64,
+    pub ps_cpu_used: f64,
+    pub gpu_used: f64,
+    /// The slowest worker's iteration.
+    pub slowest: IterationTime,
+}
+
+/// Throughput and usage of a job whose pods may differ (stragglers, a hot PS).
+///
+/// The PS terms are bounded by the most loaded PS: with shares `s_j` and cores `l_j`,
+/// `T_upd = a_upd * w * max_j(s_j / l_j)`, `T_sync = a_sync * M max_j(s_j) / (B / w)`,
+/// `T_emb = a_emb * m * D * max_j(s_j)` (plus betas); with equal shares `1/p` these are the
+/// DLRover-RM formulas exactly. Each worker `i` has its own `T_grad`. With static data
+/// partitioning (`pooled = false`) every worker owns an equal slice and the job finishes
+/// with the slowest, so the job rate is `w * m / max_i T_i`; with dynamic sharding
+/// (`pooled = true`) fast workers take more shards and the rate is `sum_i m / T_i`.
+pub fn job_perf(
+    p: &ThroughputParams,
+    x: &PerfInputs,
+    workers: &[WorkerCond],
+    ps: &[PsCond],
+    pooled: bool,
+) -> JobPerf {
+    assert!(
+        !workers.is_empty(),
+        "a training job has at least one running worker"
+    );
+    let w = workers.len() as f64;
+    let (upd, sync, emb) = if ps.is_empty() {
+        (
+            0.0,
+            p.a_sync * 2.0 * x.dense_mb * (w - 1.0) / w / x.bandwidth_mb_s + p.b_sync,
+            0.0,
+        )
+    } else {
+        let max_share = ps.iter().map(|j| j.share).fold(0.0, f64::max);
+        let max_load = ps.iter().map(|j| j.share / j.cores).fold(0.0, f64::max);
+        (
+            p.a_upd * w * max_load + p.b_upd,
+            p.a_sync * (x.dense_mb * max_share) / (x.bandwidth_mb_s / w) + p.b_sync,
+            p.a_emb * x.batch * x.emb_dim * max_share + p.b_emb,
+        )
+    };
+    let iters: Vec<IterationTime> = workers
+        .iter()
+        .map(|c| IterationTime {
+            grad_s: p.a_grad * x.batch / c.cores + p.b_grad,
+            upd_s: upd,
+            sync_s: sync,
+            emb_s: emb,
+        })
+        .collect();
+    let slowest = *iters
+        .iter()
+        .max_by(|a, b| a.total_s().total_cmp(&b.total_s()))
+        .expect("non-empty");
+    let t_max = slowest.total_s();
+    let rate = if pooled {
+        iters.iter().map(|t| x.batch / t.total_s()).sum()
+    } else {
+        w * x.batch / t_max
+    };
+    let mut worker_cpu_used = 0.0;
+    let mut gpu_used = 0.0;
+    for (c, t) in workers.iter().zip(&iters) {
+        // Under static partitioning a fast worker idles once its slice is done.
+        let period = if pooled { t.total_s() } else { t_max };
+        let busy = ((t.grad_s + 0.1 * (t.emb_s + t.sync_s)) / period).min(1.0);
+        worker_cpu_used += c.cpu * busy;
+        gpu_used += c.gpus * (t.grad_s / period).min(1.0);
+    }
+    let t_ref = if pooled { w * x.batch / rate } else { t_max };
+    let ps_cpu_used = ps
+        .iter()
+        .map(|j| {
+            let work = p.a_upd * w * j.share / j.cores
+                + p.b_upd
+                + 0.5 * (p.a_emb * x.batch * x.emb_dim * j.share + p.b_emb);
+            j.cores * (work / t_ref).min(1.0)
+        })
+        .sum();
+    JobPerf {
+        rate,
+        worker_cpu_used,
+        ps_cpu_used,
+        gpu_used,
+        slowest,
+    }
+}
+
 /// Memory model constants (the hidden truth). Sources: a TensorFlow PS or worker process
 /// holds a runtime baseline of 2-3 GB: graph, input pipeline buffers, RPC queues (assumption); dense parameters are held with
 /// Adagrad slots (x3 on PS: value + accumulator + staging); embedding memory grows with
@@ -199,6 +311,98 @@ mod tests {
         };
         let xd = throughput(&ThroughputParams::default_for(ModelKind::Xdeepfm), &x) / 512.0;
         assert!((xd - 47.8).abs() / 47.8 < 0.1, "xDeepFM steps/s {xd}");
+    }
+
+    #[test]
+    fn job_perf_with_equal_pods_is_the_paper_formula() {
+        let p = ThroughputParams::default_for(ModelKind::WideDeep);
+        let x = inputs(24.0, 8.0, 3.0, 16.0);
+        let workers = vec![
+            WorkerCond {
+                cpu: 3.0,
+                cores: 3.0,
+                gpus: 0.0
+            };
+            24
+        ];
+        let ps = vec![
+            PsCond {
+                share: 1.0 / 8.0,
+                cores: 16.0
+            };
+            8
+        ];
+        for pooled in [false, true] {
+            let jp = job_perf(&p, &x, &workers, &ps, pooled);
+            assert!((jp.rate - throughput(&p, &x)).abs() < 1e-9 * jp.rate);
+        }
+    }
+
+    #[test]
+    fn a_straggler_hurts_static_partitioning_more_than_dynamic_sharding() {
+        let p = ThroughputParams::default_for(ModelKind::Xdeepfm);
+        let x = inputs(8.0, 2.0, 20.0, 16.0);
+        let mut workers = vec![
+            WorkerCond {
+                cpu: 20.0,
+                cores: 20.0,
+                gpus: 0.0
+            };
+            8
+        ];
+        workers[0] = WorkerCond {
+            cpu: 5.0,
+            cores: 5.0,
+            gpus: 0.0,
+        };
+        let ps = vec![
+            PsCond {
+                share: 0.5,
+                cores: 16.0
+            };
+            2
+        ];
+        let healthy = throughput(&p, &x);
+        let fixed = job_perf(&p, &x, &workers, &ps, false).rate;
+        let pooled = job_perf(&p, &x, &workers, &ps, true).rate;
+        assert!(fixed < pooled && pooled < healthy);
+        // Static: everyone waits for the slowest worker; hand-computed from its T_grad.
+        let t_slow = p.a_grad * 512.0 / 5.0
+            + p.b_grad
+            + (iteration_time(&p, &x).total_s() - (p.a_grad * 512.0 / 20.0 + p.b_grad));
+        assert!((fixed - 8.0 * 512.0 / t_slow).abs() < 1e-9 * fixed);
+    }
+
+    #[test]
+    fn a_hot_ps_bounds_the_iteration() {
+        let p = ThroughputParams::default_for(ModelKind::WideDeep);
+        let x = inputs(24.0, 8.0, 3.0, 16.0);
+        let workers = vec![
+            WorkerCond {
+                cpu: 3.0,
+                cores: 3.0,
+                gpus: 0.0
+            };
+            24
+        ];
+        let even = vec![
+            PsCond {
+                share: 1.0 / 8.0,
+                cores: 16.0
+            };
+            8
+        ];
+        let mut hot = vec![
+            PsCond {
+                share: 0.1,
+                cores: 16.0
+            };
+            8
+        ];
+        hot[0].share = 0.3;
+        let r_even = job_perf(&p, &x, &workers, &even, true).rate;
+        let r_hot = job_perf(&p, &x, &workers, &hot, true).rate;
+        assert!(r_hot < 0.8 * r_even, "hot PS {r_hot} vs even {r_even}");
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct ScenarioFile {
     pub observation: ObservationSettings,
     #[serde(default)]
     pub truth: TruthSettings,
+    #[serde(default)]
+    pub faults: crate::faults::FaultConfig,
+    #[serde(default)]
+    pub recovery: crate::faults::RecoveryConfig,
     /// Sampling interval of `timeline.csv` and of the profiles policies observe.
     #[serde(default = "default_timeline_s")]
     pub timeline_interval_s: u64,
@@ -197,6 +201,11 @@ impl Scenario {
                 "truth.bandwidth_mb_s",
                 "bandwidth and gpu_core_equiv must be > 0".into(),
             ));
+        }
+        for check in [file.faults.validate(), file.recovery.validate()] {
+            if let Err((field, msg)) = check {
+                return Err(at(field, msg));
+            }
         }
         let nodes = load_nodes(path, &text, base, &file.cluster)?;
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {

@@ -4,15 +4,18 @@
 //! arrival and on their tick, and their actions are validated and applied here.
 
 use crate::cluster::Cluster;
+use crate::faults::{FaultConfig, RecoveryConfig};
 use crate::job::{FailReason, Job, Pod, PodState, Role, TruthEnv};
 use crate::metrics::TimelineRow;
-use crate::perf;
+use crate::perf::{self, PsCond, WorkerCond};
 use crate::policy::{Action, ClusterView, JobConfig, JobPhase, JobView, Policy, ProfileSample};
 use crate::scenario::Scenario;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
+
+mod recovery;
 
 /// Everything that can happen in a run.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +30,10 @@ pub enum Event {
     JobComplete { job: usize, generation: u64 },
     /// A PS of the job exceeds its memory limit, if its rate did not change.
     Oom { job: usize, generation: u64 },
+    /// A pod dies (hardware, kernel, network), if it is still alive.
+    PodFail(usize),
+    /// A restarted job finished reloading its checkpoint, if it was not restarted again.
+    Resume { job: usize, epoch: u64 },
     /// The policy's periodic decision point.
     PolicyTick,
     /// Record the timeline and the profiles policies observe.
@@ -54,6 +61,9 @@ pub struct World {
     /// Jobs not yet completed or failed (including those not yet submitted).
     unfinished: usize,
     noise: SimRng,
+    faults: FaultConfig,
+    recovery: RecoveryConfig,
+    fault_rng: SimRng,
     pub timeline: Vec<TimelineRow>,
     pub rejected_actions: u64,
 }
@@ -126,6 +136,9 @@ impl World {
                 .map(|(i, s)| (s.id, i))
                 .collect(),
             noise: streams.stream("observation-noise"),
+            faults: f.faults.clone(),
+            recovery: f.recovery.clone(),
+            fault_rng: streams.stream("faults"),
             timeline: Vec::new(),
             rejected_actions: 0,
         }
@@ -212,26 +225,13 @@ impl World {
         job.config = config;
         job.phase = JobPhase::Starting;
         job.last_update = now;
-        let priority = job.spec.priority;
-        let roles = std::iter::repeat_n(Role::Ps, config.ps as usize)
-            .chain(std::iter::repeat_n(Role::Worker, config.workers as usize));
-        for role in roles {
-            let request = match role {
-                Role::Ps => config.ps_request(),
-                Role::Worker => config.worker_request(),
-            };
-            let p = self.pods.len();
-            self.pods.push(Pod {
-                job: j,
-                role,
-                request,
-                state: PodState::Pending,
-                node: None,
-            });
-            self.jobs[j].pods.push(p);
-            self.pending.insert((Reverse(priority), j, p));
+        job.ckpt_interval_s = self.recovery.checkpoint_interval_s;
+        for share in self.draw_ps_shares(config.ps) {
+            self.add_pod(j, Role::Ps, config.ps_request(), share);
         }
-        self.jobs[j].pending_pods = config.ps + config.workers;
+        for _ in 0..config.workers {
+            self.add_pod(j, Role::Worker, config.worker_request(), 0.0);
+        }
         self.active.insert(j);
         self.queue_schedule(now, queue);
     }
@@ -283,16 +283,40 @@ impl World {
         let j = self.pods[p].job;
         self.jobs[j].advance(now, &self.pods);
         match self.pods[p].role {
-            Role::Ps => self.jobs[j].running_ps += 1,
+            Role::Ps => {
+                self.jobs[j].running_ps += 1;
+                self.jobs[j].ps_share_running += self.pods[p].share;
+            }
             Role::Worker => self.jobs[j].running_workers += 1,
         }
+        self.arm_pod_failure(now, p, queue);
+        self.update_phase(now, j, queue);
+    }
+
+    /// Moves a job between starting and training as its pods come and go, and refreshes
+    /// its rate. A restarted job reloads its checkpoint before it trains again.
+    fn update_phase(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
+        let reload = SimTime::from_secs_f64_ceil(self.recovery.reload_s);
         let job = &mut self.jobs[j];
-        if job.running_ps == job.config.ps
-            && job.running_workers >= 1
-            && job.phase == JobPhase::Starting
-        {
-            job.phase = JobPhase::Training;
-            job.start.get_or_insert(now);
+        let trainable = job.running_ps == job.config.ps && job.running_workers >= 1;
+        if !trainable && job.phase == JobPhase::Training {
+            job.phase = JobPhase::Starting;
+        }
+        if trainable && job.phase == JobPhase::Starting && !job.reloading {
+            if job.needs_reload {
+                job.needs_reload = false;
+                job.reloading = true;
+                queue.push(
+                    now + reload,
+                    Event::Resume {
+                        job: j,
+                        epoch: job.epoch,
+                    },
+                );
+            } else {
+                job.phase = JobPhase::Training;
+                job.start.get_or_insert(now);
+            }
         }
         self.refresh_rate(now, j, queue);
     }
@@ -300,18 +324,52 @@ impl World {
     /// Recomputes a job's throughput after its running pods changed, and re-arms its
     /// completion and OOM events. Call only after `advance(now)`.
     fn refresh_rate(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        let env = self.env;
+        let duty = self.recovery.checkpoint_duty();
+        let gpu_equiv = self.env.gpu_core_equiv;
+        let inputs = self.jobs[j].perf_inputs(&self.env);
+        let job = &self.jobs[j];
+        let training = job.phase == JobPhase::Training;
+        let mut workers = Vec::new();
+        let mut ps = Vec::new();
+        if training {
+            for &p in &job.pods {
+                let pod = &self.pods[p];
+                if pod.state != PodState::Running {
+                    continue;
+                }
+                let cpu = pod.request.cpu_cores() * pod.cpu_factor;
+                match pod.role {
+                    Role::Worker => {
+                        let gpus = f64::from(pod.request.gpu);
+                        workers.push(WorkerCond {
+                            cpu,
+                            cores: cpu + gpus * gpu_equiv,
+                            gpus,
+                        });
+                    }
+                    Role::Ps => ps.push(PsCond {
+                        share: pod.share,
+                        cores: cpu,
+                    }),
+                }
+            }
+        }
+        let oom = if training {
+            job.ps_oom_at_samples(&self.pods)
+        } else {
+            None
+        };
         let job = &mut self.jobs[j];
         job.generation += 1;
-        if job.phase != JobPhase::Training {
+        if !training {
             job.rate = 0.0;
-            job.iter = None;
+            job.perf = None;
             return;
         }
-        let inputs = job.perf_inputs(&env);
-        let it = perf::iteration_time(&job.truth, &inputs);
-        job.rate = inputs.workers * inputs.batch / it.total_s();
-        job.iter = Some(it);
+        let jp = perf::job_perf(&job.truth, &inputs, &workers, &ps, false);
+        // Checkpoint stalls are spread evenly over training time (see RecoveryConfig).
+        job.rate = jp.rate * duty;
+        job.perf = Some(jp);
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
             queue.push(now, Event::Oom { job: j, generation });
@@ -319,7 +377,7 @@ impl World {
         }
         let remaining = (job.total_samples() - job.samples_done).max(0.0);
         let finish_s = remaining / job.rate;
-        if let Some(oom_samples) = job.ps_oom_at_samples() {
+        if let Some((oom_samples, _)) = oom {
             if oom_samples < job.total_samples() {
                 let oom_s = (oom_samples - job.samples_done).max(0.0) / job.rate;
                 queue.push(
@@ -360,7 +418,8 @@ impl World {
         job.fail_reason = reason;
         job.end = Some(now);
         job.rate = 0.0;
-        job.iter = None;
+        job.perf = None;
+        job.ps_share_running = 0.0;
         job.running_ps = 0;
         job.running_workers = 0;
         job.pending_pods = 0;
@@ -381,11 +440,12 @@ impl World {
                 continue;
             }
             running += 1;
-            let (wb, pb) = job
-                .iter
-                .as_ref()
-                .map(perf::busy_fractions)
-                .unwrap_or((0.0, 0.0));
+            let jp = job.perf.expect("a training job has a perf");
+            let max_share = if job.running_ps > 0 {
+                1.0 / f64::from(job.running_ps)
+            } else {
+                0.0
+            };
             let mut noisy = |x: f64| {
                 let z: f64 = StandardNormal.sample(&mut self.noise);
                 (x * (1.0 + self.noise_cv * z)).max(0.0)
@@ -395,10 +455,13 @@ impl World {
                 running_workers: job.running_workers,
                 running_ps: job.running_ps,
                 steps_per_s: noisy(job.rate / f64::from(job.spec.batch_size)),
-                worker_cpu_used: noisy(wb * job.config.worker_cpu),
-                ps_cpu_used: noisy(pb * job.config.ps_cpu),
+                worker_cpu_used: noisy(jp.worker_cpu_used / f64::from(job.running_workers)),
+                ps_cpu_used: noisy(jp.ps_cpu_used / f64::from(job.running_ps.max(1))),
                 worker_mem_used_mb: noisy(job.worker_mem_used_mb()),
-                ps_mem_used_mb_max: noisy(job.ps_mem_used_mb(job.samples_done)),
+                ps_mem_used_mb_max: noisy(job.ps_mem_used_mb(
+                    job.samples_done,
+                    job.max_running_share(&self.pods).max(max_share),
+                )),
             };
             if job.history.len() >= self.history_len {
                 job.history.remove(0);
@@ -454,9 +517,16 @@ impl dlsim_engine::World for World {
             }
             Event::Oom { job, generation } => {
                 if self.jobs[job].generation == generation && self.jobs[job].is_active() {
-                    self.jobs[job].oom_kills += 1;
-                    self.end_job(now, job, JobPhase::Failed, Some(FailReason::Oom));
-                    self.queue_schedule(now, queue);
+                    self.oom(now, job, queue);
+                }
+            }
+            Event::PodFail(p) => self.pod_failed(now, p, recovery::Cause::Failure, queue),
+            Event::Resume { job, epoch } => {
+                let jb = &mut self.jobs[job];
+                if jb.epoch == epoch && jb.reloading && jb.is_active() {
+                    jb.advance(now, &self.pods);
+                    jb.reloading = false;
+                    self.update_phase(now, job, queue);
                 }
             }
             Event::PolicyTick => {

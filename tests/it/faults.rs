@@ -1,0 +1,315 @@
+//! Each fault on a tiny scenario whose effect can be computed by hand from the truth model.
+
+use dlsim_model::cluster::Placement;
+use dlsim_model::faults::{FaultConfig, RecoveryConfig};
+use dlsim_model::perf::{self, PerfInputs, PsCond, ThroughputParams, WorkerCond};
+use dlsim_model::policy::JobPhase;
+use dlsim_model::scenario::{
+    ClusterSpec, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
+};
+use dlsim_model::{Node, Resources, Scenario};
+use dlsim_traces::{JobSpec, ModelKind};
+
+fn job(workers: u32, ps: u32) -> JobSpec {
+    JobSpec {
+        id: 0,
+        submit_s: 0,
+        user: "u".into(),
+        model: ModelKind::Xdeepfm,
+        batch_size: 512,
+        steps: 100_000,
+        dense_mb: 40.0,
+        emb_dim: 16,
+        emb_mb_initial: 0.0,
+        emb_mb_per_msample: 0.0,
+        workers,
+        ps,
+        worker_cpu: 16.0,
+        worker_mem_mb: 16_384,
+        ps_cpu: 16.0,
+        ps_mem_mb: 16_384,
+        worker_gpu: 0,
+        priority: 0,
+        synthesized: Vec::new(),
+        observed: None,
+    }
+}
+
+/// One big node, no noise, no per-job variation, no faults unless the test adds them.
+fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Scenario {
+    let nodes = vec![Node {
+        name: "n0".into(),
+        capacity: Resources::new(512.0, 4 << 20, 0),
+        allocated: Resources::ZERO,
+        gpu_model: String::new(),
+    }];
+    let file = ScenarioFile {
+        name: "faults".into(),
+        seed: 3,
+        trace: None,
+        generate: None,
+        cluster: ClusterSpec {
+            groups: Vec::new(),
+            node_list: None,
+            placement: Placement::FirstFit,
+        },
+        policy: "static".into(),
+        pods: PodSettings {
+            start_base_s: 20.0,
+            start_per_core_s: 0.0,
+        },
+        observation: ObservationSettings {
+            noise_cv: 0.0,
+            history_len: 8,
+        },
+        truth: TruthSettings {
+            job_variation_sigma: 0.0,
+            ..TruthSettings::default()
+        },
+        faults,
+        recovery,
+        timeline_interval_s: 600,
+        horizon_s: None,
+    };
+    Scenario {
+        path: "faults.json".into(),
+        file,
+        nodes,
+        jobs: vec![spec],
+    }
+}
+
+fn no_faults() -> FaultConfig {
+    FaultConfig {
+        pod_failure_per_day: 0.0,
+        ..FaultConfig::default()
+    }
+}
+
+fn no_checkpoints() -> RecoveryConfig {
+    RecoveryConfig {
+        checkpoint_interval_s: 0.0,
+        ..RecoveryConfig::default()
+    }
+}
+
+fn jct_s(s: &Scenario) -> f64 {
+    let out = dlsim_model::run(s, dlsim_policies::build("static").unwrap());
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
+    (j.end.unwrap() - j.request.submit).as_secs_f64()
+}
+
+fn inputs(spec: &JobSpec) -> PerfInputs {
+    PerfInputs {
+        workers: f64::from(spec.workers),
+        ps: f64::from(spec.ps),
+        worker_cores: spec.worker_cpu,
+        ps_cores: spec.ps_cpu,
+        batch: 512.0,
+        dense_mb: spec.dense_mb,
+        bandwidth_mb_s: 1_250.0,
+        emb_dim: 16.0,
+    }
+}
+
+#[test]
+fn healthy_job_takes_start_latency_plus_samples_over_rate() {
+    let spec = job(4, 2);
+    let rate = perf::throughput(
+        &ThroughputParams::default_for(ModelKind::Xdeepfm),
+        &inputs(&spec),
+    );
+    let expect = 20.0 + spec.total_samples() / rate;
+    let got = jct_s(&scenario(spec, no_faults(), no_checkpoints()));
+    assert!(
+        (got - expect).abs() < 0.01,
+        "JCT {got} vs hand-computed {expect}"
+    );
+}
+
+#[test]
+fn worker_straggler_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
+    let spec = job(4, 2);
+    let faults = FaultConfig {
+        worker_straggler_prob: 1.0,
+        straggler_cpu_ratio: 0.25,
+        ..no_faults()
+    };
+    let slow = PerfInputs {
+        worker_cores: 4.0,
+        ..inputs(&spec)
+    };
+    let rate = perf::throughput(&ThroughputParams::default_for(ModelKind::Xdeepfm), &slow);
+    let expect = 20.0 + spec.total_samples() / rate;
+    let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
+    let got = jct_s(&scenario(spec, faults, no_checkpoints()));
+    assert!(
+        (got - expect).abs() < 0.01,
+        "JCT {got} vs hand-computed {expect}"
+    );
+    assert!(
+        got > 2.0 * healthy,
+        "xDeepFM is compute-bound: a 4x CPU cut hurts ({got} vs {healthy})"
+    );
+}
+
+#[test]
+fn hot_ps_bounds_the_job_by_its_largest_share() {
+    let mut spec = job(8, 2);
+    spec.model = ModelKind::WideDeep;
+    let faults = FaultConfig {
+        hot_ps_prob: 1.0,
+        hot_ps_load_factor: 3.0,
+        ..no_faults()
+    };
+    let workers = vec![
+        WorkerCond {
+            cpu: 16.0,
+            cores: 16.0,
+            gpus: 0.0
+        };
+        8
+    ];
+    let ps = [
+        PsCond {
+            share: 0.75,
+            cores: 16.0,
+        },
+        PsCond {
+            share: 0.25,
+            cores: 16.0,
+        },
+    ];
+    let rate = perf::job_perf(
+        &ThroughputParams::default_for(ModelKind::WideDeep),
+        &inputs(&spec),
+        &workers,
+        &ps,
+        false,
+    )
+    .rate;
+    let expect = 20.0 + spec.total_samples() / rate;
+    let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
+    let got = jct_s(&scenario(spec, faults, no_checkpoints()));
+    assert!(
+        (got - expect).abs() < 0.01,
+        "JCT {got} vs hand-computed {expect}"
+    );
+    assert!(
+        got > healthy * 1.2,
+        "W&D is PS-bound: a hot PS hurts ({got} vs {healthy})"
+    );
+}
+
+#[test]
+fn checkpoint_cost_stretches_training_by_its_duty_cycle() {
+    let spec = job(4, 2);
+    let recovery = RecoveryConfig {
+        checkpoint_interval_s: 600.0,
+        checkpoint_cost_s: 60.0,
+        ..RecoveryConfig::default()
+    };
+    let rate = perf::throughput(
+        &ThroughputParams::default_for(ModelKind::Xdeepfm),
+        &inputs(&spec),
+    ) * 600.0
+        / 660.0;
+    let expect = 20.0 + spec.total_samples() / rate;
+    let got = jct_s(&scenario(spec, no_faults(), recovery));
+    assert!(
+        (got - expect).abs() < 0.01,
+        "JCT {got} vs hand-computed {expect}"
+    );
+}
+
+#[test]
+fn oom_relaunch_with_more_memory_recovers_and_without_fails_after_the_budget() {
+    let mut spec = job(2, 1);
+    // PS memory: 2 GB base + 3 x 40 MB dense + embeddings growing 100 MB per million samples,
+    // so a 4 GB PS crosses its limit after ~18.3M of the 51.2M samples.
+    spec.ps_mem_mb = 4_096;
+    spec.emb_mb_per_msample = 100.0;
+    let oom_at = (4_096.0 - 2_048.0 - 120.0) / 100.0 * 1e6;
+    assert!(oom_at < spec.total_samples());
+    let same_mem = RecoveryConfig {
+        restart_budget: 2,
+        oom_memory_factor: 1.0,
+        ..RecoveryConfig::default()
+    };
+    let out = dlsim_model::run(
+        &scenario(spec.clone(), no_faults(), same_mem),
+        dlsim_policies::build("static").unwrap(),
+    );
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase, JobPhase::Failed);
+    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("oom"));
+    assert_eq!(
+        j.oom_kills, 3,
+        "budget 2 = two relaunches, then the third OOM fails the job"
+    );
+    let doubled = RecoveryConfig {
+        restart_budget: 2,
+        oom_memory_factor: 2.0,
+        ..RecoveryConfig::default()
+    };
+    let out = dlsim_model::run(
+        &scenario(spec, no_faults(), doubled),
+        dlsim_policies::build("static").unwrap(),
+    );
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
+    assert_eq!(j.oom_kills, 1);
+    assert_eq!(j.steps_done(), j.spec.steps);
+}
+
+#[test]
+fn pod_failures_restart_from_checkpoints_and_exhaust_the_budget() {
+    let spec = job(16, 4);
+    // Pods that fail within minutes: with budget 0 the first failure ends the job.
+    let flaky = FaultConfig {
+        pod_failure_per_day: 0.999_999,
+        ..no_faults()
+    };
+    let out = dlsim_model::run(
+        &scenario(
+            spec.clone(),
+            flaky.clone(),
+            RecoveryConfig {
+                restart_budget: 0,
+                ..RecoveryConfig::default()
+            },
+        ),
+        dlsim_policies::build("static").unwrap(),
+    );
+    let j = &out.world.jobs[0];
+    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("pod_failures"));
+    assert_eq!(j.pod_failures, 1);
+    // Rare failures with a generous budget: the job completes, later than a healthy one,
+    // because each restart loses the progress since the last checkpoint and reloads.
+    let rare = FaultConfig {
+        pod_failure_per_day: 0.5,
+        ..no_faults()
+    };
+    let recovery = RecoveryConfig {
+        restart_budget: 5,
+        checkpoint_cost_s: 0.0,
+        ..RecoveryConfig::default()
+    };
+    let healthy = jct_s(&scenario(spec.clone(), no_faults(), recovery.clone()));
+    let out = dlsim_model::run(
+        &scenario(spec, rare, recovery),
+        dlsim_policies::build("static").unwrap(),
+    );
+    let j = &out.world.jobs[0];
+    if j.phase == JobPhase::Completed {
+        let jct = (j.end.unwrap() - j.request.submit).as_secs_f64();
+        assert!(
+            j.pod_failures == 0 || jct > healthy,
+            "failures cost time: {jct} vs {healthy}"
+        );
+        assert_eq!(j.steps_done(), j.spec.steps);
+    } else {
+        assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("pod_failures"));
+    }
+}

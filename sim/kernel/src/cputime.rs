@@ -4,6 +4,38 @@
 //! 4-PS job with 2 cores each needs 16 cores). Wall-clock time on an oversubscribed machine
 //! measures the OS scheduler, not the job, so each part is measured as the CPU time of the
 //! thread(s) doing it (`CLOCK_THREAD_CPUTIME_ID`): the time it would take on a dedicated core.
+use std::sync::{Arc, Mutex};
+
+/// Optional process-wide token serialising measured sections.
+///
+/// Two threads running at once on SMT siblings or sharing a cache inflate each other's CPU
+/// time. With an exclusive token, every measured section (a compute chunk, a PS handler)
+/// holds it while running, so sections never overlap and each one's CPU time is what it would
+/// take alone on a core. Threads, queues and message passing stay real; only overlap of the
+/// measured work is removed. Sections holding it must not block on other sections.
+#[derive(Debug, Clone, Default)]
+pub struct MeasureToken(Option<Arc<Mutex<()>>>);
+
+impl MeasureToken {
+    /// Sections run concurrently (normal training).
+    pub fn shared() -> Self {
+        MeasureToken(None)
+    }
+
+    /// Sections run one at a time (calibration).
+    pub fn exclusive() -> Self {
+        MeasureToken(Some(Arc::new(Mutex::new(()))))
+    }
+
+    /// Runs `f` (holding the token if exclusive) and returns its result and CPU nanoseconds.
+    pub fn timed<T>(&self, f: impl FnOnce() -> T) -> (T, u64) {
+        let _guard = self
+            .0
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
+        cpu_timed(f)
+    }
+}
 
 /// CPU time consumed by the calling thread so far, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {

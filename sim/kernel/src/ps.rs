@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
-use crate::cputime::cpu_timed;
+use crate::cputime::MeasureToken;
 use crate::plan::{dense_range, ps_of, stable_hash, FeatureId};
 
 const STRIPES: usize = 16;
@@ -120,6 +120,7 @@ struct Shard {
     row_len: usize,
     seed: u64,
     optimizer: Optimizer,
+    token: MeasureToken,
     stripes: Vec<Mutex<HashMap<FeatureId, Row>>>,
     dense: Mutex<(Vec<f32>, Vec<f32>)>,
     stats: PsStats,
@@ -182,7 +183,7 @@ impl Shard {
             let st = &self.stats;
             match msg {
                 PsMsg::Lookup { tag, ids, reply } => {
-                    let (rows, ns) = cpu_timed(|| self.lookup(&ids));
+                    let (rows, ns) = self.token.timed(|| self.lookup(&ids));
                     st.lookup_ns.fetch_add(ns, Ordering::Relaxed);
                     st.lookup_requests.fetch_add(1, Ordering::Relaxed);
                     st.rows_served
@@ -195,11 +196,11 @@ impl Shard {
                     });
                 }
                 PsMsg::Update { ids, grads } => {
-                    let ((), ns) = cpu_timed(|| self.update(&ids, &grads));
+                    let ((), ns) = self.token.timed(|| self.update(&ids, &grads));
                     st.update_ns.fetch_add(ns, Ordering::Relaxed);
                 }
                 PsMsg::DenseSync { tag, grads, reply } => {
-                    let (values, ns) = cpu_timed(|| self.dense_sync(grads.as_deref()));
+                    let (values, ns) = self.token.timed(|| self.dense_sync(grads.as_deref()));
                     st.dense_ns.fetch_add(ns, Ordering::Relaxed);
                     let _ = reply.send(DenseReply { tag, values });
                 }
@@ -218,6 +219,7 @@ pub struct PsCluster {
     threads: Vec<JoinHandle<()>>,
     threads_per_ps: usize,
     dense_len: usize,
+    token: MeasureToken,
 }
 
 impl PsCluster {
@@ -231,6 +233,27 @@ impl PsCluster {
         optimizer: Optimizer,
         seed: u64,
     ) -> Self {
+        Self::start_measured(
+            num_ps,
+            threads_per_ps,
+            row_len,
+            initial_dense,
+            optimizer,
+            seed,
+            MeasureToken::shared(),
+        )
+    }
+
+    /// Like [`PsCluster::start`], with handlers measured under `token`.
+    pub fn start_measured(
+        num_ps: usize,
+        threads_per_ps: usize,
+        row_len: usize,
+        initial_dense: &[f32],
+        optimizer: Optimizer,
+        seed: u64,
+        token: MeasureToken,
+    ) -> Self {
         let (num_ps, tpp) = (num_ps.max(1), threads_per_ps.max(1));
         let mut cluster = PsCluster {
             shards: Vec::new(),
@@ -238,6 +261,7 @@ impl PsCluster {
             threads: Vec::new(),
             threads_per_ps: tpp,
             dense_len: initial_dense.len(),
+            token: token.clone(),
         };
         for j in 0..num_ps {
             let slice = initial_dense[dense_range(j, num_ps, initial_dense.len())].to_vec();
@@ -246,6 +270,7 @@ impl PsCluster {
                 row_len,
                 seed,
                 optimizer,
+                token: token.clone(),
                 stripes: (0..STRIPES).map(|_| Mutex::new(HashMap::new())).collect(),
                 dense: Mutex::new((slice, acc)),
                 stats: PsStats::default(),
@@ -268,6 +293,11 @@ impl PsCluster {
     /// Number of PS shards.
     pub fn num_ps(&self) -> usize {
         self.shards.len()
+    }
+
+    /// The token under which measured sections of this job run.
+    pub fn token(&self) -> &MeasureToken {
+        &self.token
     }
 
     /// Threads serving each shard.

@@ -12,6 +12,7 @@ use dlsim_fit::PartTimes;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::HotCache;
+use crate::cputime::MeasureToken;
 use crate::data::Dataset;
 use crate::metrics::{auc, logloss};
 use crate::model::{predict, ModelSpec, SampleRows};
@@ -56,6 +57,9 @@ pub struct TrainConfig {
     pub epochs: u32,
     pub seed: u64,
     pub faults: FaultConfig,
+    /// Run measured sections one at a time for clean CPU times (see `MeasureToken`).
+    #[serde(default)]
+    pub exclusive_measurement: bool,
 }
 
 impl TrainConfig {
@@ -82,6 +86,7 @@ impl TrainConfig {
             epochs: 1,
             seed: 1,
             faults: FaultConfig::default(),
+            exclusive_measurement: false,
         }
     }
 }
@@ -174,6 +179,7 @@ fn run_epoch(
                 threads: cfg.worker_threads,
                 packed: cfg.packed,
                 kill_before,
+                token: ps.token(),
             };
             let tx = tx.clone();
             scope.spawn(move || {
@@ -223,13 +229,19 @@ pub fn train(
         "thread counts must be positive"
     );
     let dense0 = cfg.spec.init_dense(cfg.seed);
-    let ps = PsCluster::start(
+    let token = if cfg.exclusive_measurement {
+        MeasureToken::exclusive()
+    } else {
+        MeasureToken::shared()
+    };
+    let ps = PsCluster::start_measured(
         cfg.ps,
         cfg.ps_threads,
         cfg.spec.row_len(),
         &dense0,
         cfg.optimizer,
         cfg.seed,
+        token,
     );
     let eval_now = |ps: &PsCluster| eval.map_or((0.5, f64::NAN), |e| evaluate(&cfg.spec, ps, e));
     let initial_auc = eval_now(&ps).0;

@@ -9,7 +9,7 @@
 use crossbeam_channel::unbounded;
 
 use crate::cache::HotCache;
-use crate::cputime::{cpu_timed, thread_cpu_ns};
+use crate::cputime::{thread_cpu_ns, MeasureToken};
 use crate::data::{Dataset, Sample, NUM_SPARSE};
 use crate::model::{forward_backward, ChunkGrad, ModelSpec, SampleRows};
 use crate::plan::{dense_range, plan_lookup, FeatureId};
@@ -50,6 +50,8 @@ pub struct WorkerEnv<'a> {
     pub packed: bool,
     /// Kill the worker before its batch number `kill_before` (counted from 0 in this run).
     pub kill_before: Option<u64>,
+    /// Serialises measured compute sections (calibration).
+    pub token: &'a MeasureToken,
 }
 
 /// Runs the worker loop until the queue is empty or the worker is killed.
@@ -166,10 +168,10 @@ fn train_batch(
             .map(|(c, part)| {
                 let f = rows_of(c * chunk);
                 let p = &*params;
-                scope.spawn(move || cpu_timed(|| forward_backward(env.spec, p, part, f)))
+                scope.spawn(move || env.token.timed(|| forward_backward(env.spec, p, part, f)))
             })
             .collect();
-        let first = cpu_timed(|| {
+        let first = env.token.timed(|| {
             forward_backward(
                 env.spec,
                 params,

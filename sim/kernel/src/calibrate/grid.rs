@@ -44,6 +44,8 @@ pub struct Plan {
     pub kinds: Vec<Kind>,
     /// `(kind index, point)` pairs; points of a kind share its batch size and `D`.
     pub points: Vec<(usize, GridPoint)>,
+    /// Points of the first kind varying `m` and `D` (not fitted): how the fit extrapolates.
+    pub scan: Vec<(usize, GridPoint)>,
     pub seed: u64,
 }
 
@@ -52,7 +54,7 @@ fn kinds(scale: usize) -> Vec<Kind> {
         name: name.into(),
         hidden,
         emb_dim: 8,
-        batch: 64 * scale,
+        batch: 32 * scale,
     };
     vec![
         k("wide_deep", vec![32, 16]),
@@ -104,18 +106,47 @@ impl Plan {
         Plan {
             kinds,
             points,
+            scan: Vec::new(),
             seed: 7,
         }
     }
 
-    /// The default grid: three kinds, `w in {1,2,4,6}`, `p in {1,2,4}`.
-    pub fn full(max_threads: usize) -> Plan {
-        Self::cartesian(kinds(4), &[1, 2, 4, 6], &[1, 2, 4], max_threads, 24)
+    /// Adds scan points (kind 0, `w = p = 2`, two threads each) over `batches x dims`.
+    fn with_scan(mut self, batches: &[usize], dims: &[usize], iters: usize) -> Plan {
+        for &batch in batches {
+            for &emb_dim in dims {
+                let pt = GridPoint {
+                    workers: 2,
+                    ps: 2,
+                    worker_threads: 2,
+                    ps_threads: 2,
+                    batch,
+                    emb_dim,
+                    iterations_per_worker: iters,
+                    heldout: true,
+                };
+                self.scan.push((0, pt));
+            }
+        }
+        self
     }
 
-    /// `--quick`: three kinds, a small grid, few iterations (seconds in release).
+    /// The default grid: three kinds, `w in {1,2,4,6}`, `p in {1,2,4}`, plus an `m x D` scan.
+    pub fn full(max_threads: usize) -> Plan {
+        Self::cartesian(kinds(8), &[1, 2, 4, 6], &[1, 2, 4], max_threads, 24).with_scan(
+            &[64, 128, 256, 512],
+            &[4, 8, 16],
+            24,
+        )
+    }
+
+    /// `--quick`: three kinds, a small grid, few iterations (seconds in release, ~25 s debug).
     pub fn quick(max_threads: usize) -> Plan {
-        Self::cartesian(kinds(1), &[1, 2, 4], &[1, 2], max_threads, 4)
+        Self::cartesian(kinds(1), &[1, 2, 4], &[1, 2], max_threads, 4).with_scan(
+            &[32, 128],
+            &[4, 16],
+            4,
+        )
     }
 
     /// A grid small enough for debug-mode unit tests: one kind, eight points.
@@ -173,6 +204,7 @@ pub fn measure(
         epochs: 1,
         seed,
         faults: FaultConfig::default(),
+        exclusive_measurement: true,
     };
     let n = (pt.workers * pt.iterations_per_worker * pt.batch) as u64;
     let data = SyntheticData::standard(seed, n, 8);

@@ -79,11 +79,29 @@ pub struct Calibration {
     pub kinds: BTreeMap<String, ThroughputParams>,
     pub optimus: BTreeMap<String, OptimusParams>,
     pub fit: BTreeMap<String, FitReport>,
+    /// Measurements varying `m` and `D` for the first kind, with the fitted model's prediction.
+    pub scan: Vec<ScanRow>,
+    /// MAPE of the fitted model on `scan` (it was fitted at one `m` and `D`).
+    pub scan_mape: Option<f64>,
+}
+
+/// One `m x D` scan measurement and what the fitted parameters predict for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScanRow {
+    pub measurement: Measurement,
+    pub predicted_parts: dlsim_fit::PartTimes,
+    pub predicted_throughput: f64,
 }
 
 fn fit_kind(ms: &[&Measurement]) -> anyhow::Result<(ThroughputParams, OptimusParams, FitReport)> {
     let (fit, held): (Vec<&&Measurement>, Vec<&&Measurement>) =
         ms.iter().partition(|m| !m.point.heldout);
+    anyhow::ensure!(
+        fit.len() >= 3 && !held.is_empty(),
+        "need at least 3 fitted and 1 held-out point, got {} and {}",
+        fit.len(),
+        held.len()
+    );
     let parts: Vec<_> = fit.iter().map(|m| (m.config, m.parts)).collect();
     let params = ThroughputParams::fit_parts(&parts).context("fitting per-part times")?;
     let totals: Vec<_> = fit.iter().map(|m| (m.config, m.throughput)).collect();
@@ -165,6 +183,8 @@ pub fn run(
         kinds: BTreeMap::new(),
         optimus: BTreeMap::new(),
         fit: BTreeMap::new(),
+        scan: Vec::new(),
+        scan_mape: None,
     };
     for kind in &plan.kinds {
         let ms: Vec<&Measurement> = cal
@@ -177,6 +197,33 @@ pub fn run(
         cal.optimus.insert(kind.name.clone(), o);
         cal.fit.insert(kind.name.clone(), r);
     }
+    for (ki, pt) in &plan.scan {
+        let kind = plan
+            .kinds
+            .get(*ki)
+            .context("scan point names an unknown kind")?;
+        let m = measure(kind, pt, cal.machine.memory_bandwidth_mb_s, plan.seed)?;
+        let p = cal.kinds[&kind.name];
+        progress(&format!(
+            "[scan] {} m={} D={} -> {:.0} samples/s, model {:.0}",
+            kind.name,
+            pt.batch,
+            pt.emb_dim,
+            m.throughput,
+            p.throughput(&m.config)
+        ));
+        cal.scan.push(ScanRow {
+            predicted_parts: p.part_times(&m.config),
+            predicted_throughput: p.throughput(&m.config),
+            measurement: m,
+        });
+    }
+    let (a, p): (Vec<f64>, Vec<f64>) = cal
+        .scan
+        .iter()
+        .map(|r| (r.measurement.throughput, r.predicted_throughput))
+        .unzip();
+    cal.scan_mape = (!a.is_empty()).then(|| mape_pct(&a, &p));
     Ok(cal)
 }
 
@@ -255,6 +302,9 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
             "{kind}: rmsle {:.3}, held-out MAPE {:.1}% (totals fit {:.1}%), Optimus MAPE {:.1}%",
             r.rmsle, r.heldout_mape, r.totals_fit_heldout_mape, r.optimus_mape
         );
+    }
+    if let Some(mape) = cal.scan_mape {
+        eprintln!("m x D scan (fit at one m, D): MAPE {mape:.1}%");
     }
     for p in write_outputs(&cal, &args.out)? {
         eprintln!("wrote {}", p.display());

@@ -4,5 +4,6 @@ mod bad_input;
 mod cli;
 mod determinism;
 mod faults;
+mod importers;
 mod simulation;
 mod support;

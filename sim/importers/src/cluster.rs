@@ -9,7 +9,7 @@
 //! GPUs, whichever needs most nodes), plus 10% for fragmentation, gives the node count. The
 //! replay then has about the capacity the real cluster needed to run the trace as recorded.
 
-use crate::synth::Draft;
+use dlsim_traces::JobSpec;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -35,9 +35,8 @@ impl NodeRow {
     }
 }
 
-/// Whether every pod of the draft fits some node; `Err` names the field that does not.
-pub fn check_fits(nodes: &[NodeRow], d: &Draft) -> Result<(), &'static str> {
-    let s = &d.shape;
+/// Whether every pod of the job fits some node; `Err` names the field that does not.
+pub fn check_fits(nodes: &[NodeRow], s: &JobSpec) -> Result<(), &'static str> {
     if !nodes
         .iter()
         .any(|n| n.holds(s.worker_cpu, s.worker_mem_mb, s.worker_gpu))
@@ -77,15 +76,14 @@ pub struct NodeShape {
 
 /// Sizes a cluster for `drafts` by the rule in the module docs: CPU pods go to `cpu`,
 /// GPU pods to `gpu`. Returns the nodes and a one-line description.
-pub fn size_cluster(drafts: &[Draft], cpu: &NodeShape, gpu: &NodeShape) -> (Vec<NodeRow>, String) {
+pub fn size_cluster(jobs: &[JobSpec], cpu: &NodeShape, gpu: &NodeShape) -> (Vec<NodeRow>, String) {
     let mut nodes = Vec::new();
     let mut desc = String::from("synthesised by the peak-demand rule:");
     for (is_gpu, shape) in [(false, cpu), (true, gpu)] {
         // (time, +1 start / -1 end, cores, mem_gb, gpus) per pod group of a job.
         let mut events: Vec<(u64, i8, f64, f64, f64)> = Vec::new();
         let mut widest = shape.clone();
-        for d in drafts {
-            let s = &d.shape;
+        for s in jobs {
             let mut groups = Vec::with_capacity(2);
             if (s.worker_gpu > 0) == is_gpu {
                 groups.push((s.workers, s.worker_cpu, s.worker_mem_mb, s.worker_gpu));
@@ -99,9 +97,10 @@ pub fn size_cluster(drafts: &[Draft], cpu: &NodeShape, gpu: &NodeShape) -> (Vec<
                 widest.cores = widest.cores.max(c);
                 widest.mem_gb = widest.mem_gb.max(mem_gb.ceil());
                 widest.gpus = widest.gpus.max(g);
-                let end = d.submit_s + d.duration_s.max(1);
+                let duration_s = s.observed.as_ref().and_then(|o| o.duration_s).unwrap_or(0);
+                let end = s.submit_s + duration_s.max(1);
                 let amount = (n * c, n * mem_gb, n * f64::from(g));
-                events.push((d.submit_s, 1, amount.0, amount.1, amount.2));
+                events.push((s.submit_s, 1, amount.0, amount.1, amount.2));
                 events.push((end, -1, amount.0, amount.1, amount.2));
             }
         }

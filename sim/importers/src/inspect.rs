@@ -6,7 +6,7 @@
 //! truth, without the hidden per-job variation); arrivals by hour of the trace clock (hour 0
 //! is the trace's time 0, not necessarily midnight); the outcome mix (`synthetic` for jobs
 //! without an observed record); and how many jobs have each field synthesised. Plots:
-//! arrivals over time (line), pods per job (histogram in powers of two), and pods vs
+//! arrivals over time (line), requested cores per job (histogram in powers of two), cores vs
 //! uncontended duration (scatter, at most 4,000 jobs, evenly strided).
 
 use dlsim_model::perf::{throughput, PerfInputs, ThroughputParams};
@@ -46,6 +46,10 @@ pub fn uncontended_s(job: &JobSpec, truth: &TruthSettings) -> f64 {
         emb_dim: f64::from(job.emb_dim),
     };
     job.total_samples() / throughput(&ThroughputParams::default_for(job.model), &x)
+}
+
+fn cores(j: &JobSpec) -> f64 {
+    f64::from(j.workers) * j.worker_cpu + f64::from(j.ps) * j.ps_cpu
 }
 
 fn pods(j: &JobSpec) -> u64 {
@@ -96,12 +100,7 @@ pub fn inspect(trace: &Trace) -> Inspection {
                 .map(|j| f64::from(j.workers * j.worker_gpu))
                 .collect(),
         ),
-        (
-            "cores per job",
-            jobs.iter()
-                .map(|j| f64::from(j.workers) * j.worker_cpu + f64::from(j.ps) * j.ps_cpu)
-                .collect(),
-        ),
+        ("cores per job", jobs.iter().map(cores).collect()),
         ("real duration (s)", observed(|o| o.duration_s)),
         ("real wait (s)", observed(|o| o.wait_s)),
         (
@@ -235,10 +234,11 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
         ),
         &[arrivals],
     )?);
-    // Pods per job in power-of-two bins: 1, 2-3, 4-7, ...
+    // Requested cores per job (all pods) in power-of-two bins: 1, 2-3, 4-7, ...; cores
+    // rather than pods, as many imported traces are single-pod.
     let mut bins = vec![0u64; 1];
     for j in jobs {
-        let b = (64 - pods(j).max(1).leading_zeros() - 1) as usize;
+        let b = (64 - (cores(j).ceil() as u64).max(1).leading_zeros() - 1) as usize;
         if bins.len() <= b {
             bins.resize(b + 1, 0);
         }
@@ -259,7 +259,7 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
         .collect();
     written.extend(bar_chart(
         &with("-sizes"),
-        &chart("Job size".into(), "pods per job", "jobs"),
+        &chart("Job size".into(), "requested cores per job", "jobs"),
         &bars,
     )?);
     let truth = TruthSettings::default();
@@ -267,7 +267,7 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let points = jobs
         .iter()
         .step_by(stride)
-        .map(|j| (pods(j) as f64, uncontended_s(j, &truth) / 3_600.0))
+        .map(|j| (cores(j), uncontended_s(j, &truth) / 3_600.0))
         .collect();
     written.extend(scatter(
         &with("-size-duration"),

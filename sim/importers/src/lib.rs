@@ -109,6 +109,14 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
         Format::Philly => philly::read(lines, opts, &mut report)?,
         Format::Swf => swf::read(lines, opts, &mut report)?,
     };
+    // Synthesis first (it may raise memory requests), then the cluster and the fit check.
+    let mut synth = Synth::new(opts.seed, format.as_str());
+    let mut synthesized = Vec::with_capacity(parsed.drafts.len());
+    let mut lines = Vec::with_capacity(parsed.drafts.len());
+    for d in parsed.drafts {
+        lines.push(d.line);
+        synthesized.push(synth.job(d, &mut report));
+    }
     let (nodes, desc) = match parsed.nodes {
         Some(n) => n,
         None => {
@@ -117,22 +125,21 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
                 Format::Philly => philly::node_shapes(),
                 _ => pai2020::node_shapes(),
             };
-            cluster::size_cluster(&parsed.drafts, &cpu, &gpu)
+            cluster::size_cluster(&synthesized, &cpu, &gpu)
         }
     };
-    let mut synth = Synth::new(opts.seed, format.as_str());
-    let mut jobs = Vec::with_capacity(parsed.drafts.len());
-    for d in parsed.drafts {
-        if let Err(field) = cluster::check_fits(&nodes, &d) {
+    let mut jobs = Vec::with_capacity(synthesized.len());
+    for (job, line) in synthesized.into_iter().zip(lines) {
+        if let Err(field) = cluster::check_fits(&nodes, &job) {
             let msg = format!(
                 "a pod of this job fits no node of the cluster ({field} too large); \
                  use --skip-bad to leave such jobs out"
             );
             let err = RowError::new(field, "pod fits no node", msg);
-            reject(input, d.line, err, opts.skip_bad, &mut report)?;
+            reject(input, line, err, opts.skip_bad, &mut report)?;
             continue;
         }
-        jobs.push(synth.job(d, &mut report));
+        jobs.push(job);
     }
     jobs.sort_by_key(|j| j.submit_s);
     for (i, j) in jobs.iter_mut().enumerate() {
@@ -177,3 +184,6 @@ pub fn header(
 pub(crate) fn secs(v: f64) -> u64 {
     v.round().max(0.0) as u64
 }
+
+#[cfg(test)]
+mod tests;

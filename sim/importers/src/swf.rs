@@ -12,12 +12,13 @@
 //!   run time is -1 has nothing to reproduce and is left out, counted by rule);
 //! - `worker_cpu` = allocated processors (else requested), one core per processor;
 //! - `worker_mem_mb` = processors x requested memory (else used memory) / 1024; when both are
-//!   -1, 1024 MB per processor (synthesised, marked);
+//!   -1, 4 GB per processor (synthesised, marked; enough for the simulator's worker memory
+//!   model, so one-processor jobs are not OOM-killed);
 //! - outcome from status: 1 completed, 0 failed, 5 cancelled = killed, others (-1, and the
 //!   checkpoint codes 2-4) unknown; `user` = `u<user id>`.
 //!
 //! Cluster: the machine as one node of `MaxProcs` cores (else `MaxNodes`, else the largest
-//! job), with 1 GB per core or the largest job's memory if more. One node models a
+//! job), with 4 GB per core or the largest job's memory if more. One node models a
 //! space-shared machine exactly: a job runs when enough processors are free.
 
 use crate::cluster::NodeRow;
@@ -48,7 +49,7 @@ const COLS: &[&str] = &[
     "think_time",
 ];
 
-const MB_PER_PROC_DEFAULT: u64 = 1024;
+const MB_PER_PROC_DEFAULT: u64 = 4096;
 
 pub(crate) fn read(
     mut lines: Lines,
@@ -102,7 +103,8 @@ pub(crate) fn read(
         .map(|d| d.shape.worker_mem_mb)
         .max()
         .unwrap_or(0);
-    let mem_gb = f64::from(cores).max((largest_mem_mb as f64 / 1024.0).ceil());
+    let per_core_gb = (MB_PER_PROC_DEFAULT / 1024) as f64;
+    let mem_gb = (f64::from(cores) * per_core_gb).max((largest_mem_mb as f64 / 1024.0).ceil());
     let node = NodeRow {
         name: "swf-machine".into(),
         cores: f64::from(cores),
@@ -165,10 +167,10 @@ fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
             MB_PER_PROC_DEFAULT * procs
         }
     };
-    let outcome = match known(10)? {
-        Some(s) if s == 1.0 => Outcome::Completed,
-        Some(s) if s == 0.0 => Outcome::Failed,
-        Some(s) if s == 5.0 => Outcome::Killed,
+    let outcome = match known(10)?.map(|s| s as i64) {
+        Some(1) => Outcome::Completed,
+        Some(0) => Outcome::Failed,
+        Some(5) => Outcome::Killed,
         _ => Outcome::Unknown,
     };
     let user = known(11)?.map(|u| format!("u{u}")).unwrap_or_default();
@@ -214,7 +216,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(d.shape.worker_cpu, 32.0);
-        assert_eq!(d.shape.worker_mem_mb, 32 * 1024);
+        assert_eq!(d.shape.worker_mem_mb, 32 * 4096);
         assert_eq!(d.synthesized, vec!["worker_mem_mb"]);
         assert_eq!(d.observed.outcome, Outcome::Completed);
         assert_eq!(d.observed.wait_s, None);

@@ -43,6 +43,8 @@ struct Cli {
 enum Command {
     /// Replay a scenario (cluster + trace) under a scheduling policy and write its metrics.
     Replay(replay::ReplayArgs),
+    /// Measure the real PS/worker kernel and fit the simulator's throughput model to it.
+    Calibrate(dlsim_kernel::calibrate::CalibrateArgs),
     /// Generate, inspect or convert job traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -66,5 +68,9 @@ where
     match cli.command {
         Command::Replay(args) => replay::run(&args),
         Command::Trace(cmd) => trace::run(cmd),
+        Command::Calibrate(args) => {
+            dlsim_kernel::calibrate::run_cli(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

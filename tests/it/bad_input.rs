@@ -211,3 +211,15 @@ fn malformed_json_names_the_line() {
         &["scenario.json:2", "unknown field `clustr`"],
     );
 }
+
+#[test]
+fn malformed_calibration_file_is_rejected() {
+    let dir = scratch("bad-calibration");
+    write_trace(
+        &dir,
+        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
+    );
+    std::fs::write(dir.join("cal.json"), r#"{"format":"dlsim-calibration","version":1,"kinds":{"wide_deep":{"a_grad":-1,"b_grad":0,"a_upd":0,"b_upd":0,"a_sync":0,"b_sync":0,"a_emb":0,"b_emb":0}}}"#).unwrap();
+    let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"truth\": {{ \"calibration\": \"cal.json\" }},\n  \"cluster\": {CLUSTER}\n}}\n"));
+    assert_rejected(&dir, &s, &[], &["cal.json", "kinds.wide_deep", ">= 0"]);
+}

@@ -313,3 +313,33 @@ fn pod_failures_restart_from_checkpoints_and_exhaust_the_budget() {
         assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("pod_failures"));
     }
 }
+
+#[test]
+fn a_calibration_file_sets_the_truth_of_its_kinds() {
+    let dir = crate::support::scratch("calibration-applies");
+    let params = ThroughputParams {
+        a_grad: 1e-3,
+        b_grad: 0.01,
+        a_upd: 0.0,
+        b_upd: 0.0,
+        a_sync: 0.0,
+        b_sync: 0.0,
+        a_emb: 0.0,
+        b_emb: 0.0,
+    };
+    let cal = serde_json::json!({"format": "dlsim-calibration", "version": 1, "kinds": {"xdeepfm": params}});
+    std::fs::write(dir.join("cal.json"), cal.to_string()).unwrap();
+    let mut s = scenario(job(4, 2), no_faults(), no_checkpoints());
+    let loaded = dlsim_model::scenario::load_calibration(&dir.join("cal.json")).unwrap();
+    s.file.truth.params = loaded
+        .into_iter()
+        .map(|(k, p)| (k, p.scaled(2.0)))
+        .collect();
+    // T = 2 * (1e-3 * 512 / 16 + 0.01) = 0.084 s per step per worker; 4 workers.
+    let expect = 20.0 + s.jobs[0].total_samples() / (4.0 * 512.0 / 0.084);
+    let got = jct_s(&s);
+    assert!(
+        (got - expect).abs() < 0.01,
+        "JCT {got} vs hand-computed {expect}"
+    );
+}

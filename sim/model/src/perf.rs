@@ -68,6 +68,20 @@ impl ThroughputParams {
         }
     }
 
+    /// Every alpha and beta times `k` (iteration times scale by `k`).
+    pub fn scaled(&self, k: f64) -> Self {
+        ThroughputParams {
+            a_grad: self.a_grad * k,
+            b_grad: self.b_grad * k,
+            a_upd: self.a_upd * k,
+            b_upd: self.b_upd * k,
+            a_sync: self.a_sync * k,
+            b_sync: self.b_sync * k,
+            a_emb: self.a_emb * k,
+            b_emb: self.b_emb * k,
+        }
+    }
+
     /// Multiplies every alpha by its own factor (a job's hidden deviation from the mean).
     pub fn perturbed(&self, f: [f64; 4]) -> Self {
         ThroughputParams {

@@ -135,6 +135,12 @@ pub struct TruthSettings {
     pub gpu_core_equiv: f64,
     /// Per-kind throughput parameters overriding the built-in defaults.
     pub params: BTreeMap<ModelKind, ThroughputParams>,
+    /// A calibration file from `dlsim calibrate` (relative to the scenario); its fitted
+    /// kinds replace the defaults (explicit `params` still win).
+    pub calibration: Option<PathBuf>,
+    /// Multiplies every calibrated alpha and beta: the kernel's model is far smaller than a
+    /// production one, so its iteration times are shorter by roughly this factor.
+    pub calibration_time_scale: f64,
 }
 
 impl Default for TruthSettings {
@@ -144,6 +150,8 @@ impl Default for TruthSettings {
             bandwidth_mb_s: 1_250.0,
             gpu_core_equiv: 24.0,
             params: BTreeMap::new(),
+            calibration: None,
+            calibration_time_scale: 1.0,
         }
     }
 }
@@ -207,6 +215,19 @@ impl Scenario {
                 return Err(at(field, msg));
             }
         }
+        let mut file = file;
+        if let Some(cal) = file.truth.calibration.clone() {
+            let scale = file.truth.calibration_time_scale;
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(at("truth.calibration_time_scale", "must be > 0".into()));
+            }
+            for (kind, params) in load_calibration(&base.join(cal))? {
+                file.truth
+                    .params
+                    .entry(kind)
+                    .or_insert(params.scaled(scale));
+            }
+        }
         let nodes = load_nodes(path, &text, base, &file.cluster)?;
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
@@ -240,6 +261,43 @@ impl Scenario {
             jobs,
         })
     }
+}
+
+/// Reads the fitted per-kind parameters of a `dlsim calibrate` output file.
+pub fn load_calibration(path: &Path) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
+    #[derive(Deserialize)]
+    struct CalibrationFile {
+        format: String,
+        version: u32,
+        kinds: BTreeMap<ModelKind, ThroughputParams>,
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read calibration: {e}")))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let cal: CalibrationFile =
+        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+    if cal.format != "dlsim-calibration" || cal.version != 1 {
+        return Err(InputError::new(
+            path,
+            format!(
+                "expected a dlsim-calibration v1 file, got `{}` v{}",
+                cal.format, cal.version
+            ),
+        )
+        .field("format"));
+    }
+    for (kind, p) in &cal.kinds {
+        let all = [
+            p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
+        ];
+        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(
+                InputError::new(path, "alphas and betas must be finite and >= 0")
+                    .field(format!("kinds.{kind}")),
+            );
+        }
+    }
+    Ok(cal.kinds)
 }
 
 /// The 1-based line of the first `"key"` in a JSON text, for errors on valid-but-wrong values.

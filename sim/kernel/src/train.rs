@@ -145,6 +145,8 @@ fn add(a: &mut WorkerStats, b: &WorkerStats) {
     a.upd_ns += b.upd_ns;
     a.sync_ns += b.sync_ns;
     a.lookup_requests += b.lookup_requests;
+    a.grad_iter_ns.extend_from_slice(&b.grad_iter_ns);
+    a.emb_iter_ns.extend_from_slice(&b.emb_iter_ns);
 }
 
 /// Runs one epoch; returns the summed worker stats and the number of killed workers.
@@ -200,15 +202,26 @@ fn run_epoch(
     (total, killed, new_params)
 }
 
-/// Dedicated-core part times: worker-side means plus the busiest PS's share of its work.
+/// Median of per-iteration nanoseconds: robust to iterations disturbed by other processes.
+fn median_ns(v: &[u64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2] as f64,
+        n => (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0,
+    }
+}
+
+/// Dedicated-core part times (worker-side parts: median per iteration): worker-side means plus the busiest PS's share of its work.
 fn part_times(cfg: &TrainConfig, st: &WorkerStats, ps: &[PsSnapshot]) -> PartTimes {
     let it = st.iterations.max(1) as f64;
     let per_worker_it = it / cfg.workers as f64;
     let upd_ps = ps.iter().map(|s| s.update_ns).max().unwrap_or(0) as f64 / cfg.ps_threads as f64;
     let dense_ps = ps.iter().map(|s| s.dense_ns).max().unwrap_or(0) as f64;
     PartTimes {
-        grad_s: st.grad_ns as f64 / it * 1e-9,
-        emb_s: st.emb_ns as f64 / it * 1e-9,
+        grad_s: median_ns(&st.grad_iter_ns) * 1e-9,
+        emb_s: median_ns(&st.emb_iter_ns) * 1e-9,
         upd_s: (st.upd_ns as f64 / it + upd_ps / per_worker_it) * 1e-9,
         sync_s: (st.sync_ns as f64 / it + dense_ps / per_worker_it) * 1e-9,
     }

@@ -1,7 +1,8 @@
 //! A training worker: takes shards, and per batch looks up embeddings, computes gradients on
 //! `threads` scoped threads, pushes sparse gradients and synchronises the dense parameters.
 //!
-//! Each phase is measured in CPU time of the threads doing it (see [`crate::cputime`]):
+//! Each phase is measured in CPU time of the threads doing it (see [`crate::cputime`]), in
+//! sections that never hold the measurement token while waiting for a PS:
 //! `emb` = worker-side planning/gathering + the slowest PS's serving time for this batch;
 //! `grad` = the slowest compute thread + the worker's split/reduce work; `upd` and `sync` hold
 //! only the worker-side packing here (the PS-side work is added from PS statistics).
@@ -9,7 +10,7 @@
 use crossbeam_channel::unbounded;
 
 use crate::cache::HotCache;
-use crate::cputime::{thread_cpu_ns, MeasureToken};
+use crate::cputime::MeasureToken;
 use crate::data::{Dataset, Sample, NUM_SPARSE};
 use crate::model::{forward_backward, ChunkGrad, ModelSpec, SampleRows};
 use crate::plan::{dense_range, plan_lookup, FeatureId};
@@ -27,6 +28,9 @@ pub struct WorkerStats {
     pub upd_ns: u64,
     pub sync_ns: u64,
     pub lookup_requests: u64,
+    /// Per-iteration `grad` and `emb` nanoseconds (for robust medians).
+    pub grad_iter_ns: Vec<u64>,
+    pub emb_iter_ns: Vec<u64>,
 }
 
 /// How a worker's run ended.
@@ -77,54 +81,70 @@ pub fn run_worker(
     (st, WorkerExit::Finished)
 }
 
-/// Looks up the batch's rows; returns `(unique ids, rows, slots per sample, PS-side ns)`.
+/// Looks up the batch's rows; returns `(unique ids, rows, slots per sample, worker ns, PS ns)`.
+/// Worker-side work is measured under the token in two sections (before sending, after all
+/// replies arrived) so that neither holds it while waiting for a PS.
+#[allow(clippy::type_complexity)]
 fn lookup(
     env: &WorkerEnv,
     samples: &[Sample],
     cache: &mut HotCache,
     st: &mut WorkerStats,
-) -> (Vec<FeatureId>, Vec<f32>, Vec<[u32; NUM_SPARSE]>, u64) {
+) -> (Vec<FeatureId>, Vec<f32>, Vec<[u32; NUM_SPARSE]>, u64, u64) {
     let rl = env.spec.row_len();
-    let ids: Vec<FeatureId> = samples.iter().flat_map(|s| s.sparse).collect();
-    let unique = crate::plan::unique_sorted(&ids);
-    let (hits, misses) = cache.split(&unique);
-    let mut rows = vec![0.0f32; unique.len() * rl];
-    for (k, row) in hits {
-        rows[k * rl..(k + 1) * rl].copy_from_slice(&row);
-    }
-    let plan = plan_lookup(&misses, env.ps.num_ps(), env.packed);
+    let ((unique, mut rows, plan), ns_before) = env.token.timed(|| {
+        let ids: Vec<FeatureId> = samples.iter().flat_map(|s| s.sparse).collect();
+        let unique = crate::plan::unique_sorted(&ids);
+        let (hits, misses) = cache.split(&unique);
+        let mut rows = vec![0.0f32; unique.len() * rl];
+        for (k, row) in hits {
+            rows[k * rl..(k + 1) * rl].copy_from_slice(&row);
+        }
+        (
+            unique,
+            rows,
+            plan_lookup(&misses, env.ps.num_ps(), env.packed),
+        )
+    });
     let (tx, rx) = unbounded();
     for (tag, r) in plan.requests.iter().enumerate() {
+        let reply = tx.clone();
         env.ps.send(
             r.ps,
             PsMsg::Lookup {
                 tag,
                 ids: r.ids.clone(),
-                reply: tx.clone(),
+                reply,
             },
         );
     }
     st.lookup_requests += plan.requests.len() as u64;
-    let mut serve_per_ps = vec![0u64; env.ps.num_ps()];
-    for _ in 0..plan.requests.len() {
-        let Ok(reply) = rx.recv() else { break };
-        let req = &plan.requests[reply.tag];
-        serve_per_ps[req.ps] += reply.serve_ns;
-        for (k, id) in req.ids.iter().enumerate() {
-            let slot = unique.binary_search(id).unwrap_or_default();
-            let row = &reply.rows[k * rl..(k + 1) * rl];
-            rows[slot * rl..(slot + 1) * rl].copy_from_slice(row);
-            cache.fill(*id, row);
-        }
-    }
-    let slots = samples
-        .iter()
-        .map(|s| {
-            std::array::from_fn(|f| unique.binary_search(&s.sparse[f]).unwrap_or_default() as u32)
-        })
+    let replies: Vec<_> = (0..plan.requests.len())
+        .map_while(|_| rx.recv().ok())
         .collect();
+    let mut serve_per_ps = vec![0u64; env.ps.num_ps()];
+    let (slots, ns_after) = env.token.timed(|| {
+        for reply in &replies {
+            let req = &plan.requests[reply.tag];
+            serve_per_ps[req.ps] += reply.serve_ns;
+            for (k, id) in req.ids.iter().enumerate() {
+                let slot = unique.binary_search(id).unwrap_or_default();
+                let row = &reply.rows[k * rl..(k + 1) * rl];
+                rows[slot * rl..(slot + 1) * rl].copy_from_slice(row);
+                cache.fill(*id, row);
+            }
+        }
+        samples
+            .iter()
+            .map(|s| {
+                std::array::from_fn(|f| {
+                    unique.binary_search(&s.sparse[f]).unwrap_or_default() as u32
+                })
+            })
+            .collect()
+    });
     let ps_ns = serve_per_ps.into_iter().max().unwrap_or(0);
-    (unique, rows, slots, ps_ns)
+    (unique, rows, slots, ns_before + ns_after, ps_ns)
 }
 
 /// Row accessor for the samples of one chunk starting at batch position `base`.
@@ -150,16 +170,14 @@ fn train_batch(
     st: &mut WorkerStats,
 ) {
     let rl = env.spec.row_len();
-    let t0 = thread_cpu_ns();
-    let (unique, rows, slots, ps_ns) = lookup(env, samples, cache, st);
-    let t1 = thread_cpu_ns();
-    st.emb_ns += t1 - t0 + ps_ns;
+    let (unique, rows, slots, worker_ns, ps_ns) = lookup(env, samples, cache, st);
+    st.emb_ns += worker_ns + ps_ns;
+    st.emb_iter_ns.push(worker_ns + ps_ns);
 
     // Gradient computation over `threads` scoped threads, one contiguous chunk each.
     let chunk = samples.len().div_ceil(env.threads.max(1));
     let rows_of = |base: usize| rows_for(&rows, &slots, rl, base);
     let mut results: Vec<(ChunkGrad, u64)> = Vec::new();
-    let mut own_ns = 0;
     std::thread::scope(|scope| {
         let handles: Vec<_> = samples
             .chunks(chunk)
@@ -171,61 +189,68 @@ fn train_batch(
                 scope.spawn(move || env.token.timed(|| forward_backward(env.spec, p, part, f)))
             })
             .collect();
-        let first = env.token.timed(|| {
-            forward_backward(
-                env.spec,
-                params,
-                &samples[..chunk.min(samples.len())],
-                rows_of(0),
-            )
-        });
-        own_ns = first.1;
-        results.push(first);
+        let first = &samples[..chunk.min(samples.len())];
+        results.push(
+            env.token
+                .timed(|| forward_backward(env.spec, params, first, rows_of(0))),
+        );
         results.extend(handles.into_iter().filter_map(|h| h.join().ok()));
     });
-    let scale = 1.0 / samples.len() as f32;
-    let mut dense = vec![0.0f32; params.len()];
-    let mut sparse = vec![0.0f32; unique.len() * rl];
-    for (c, (g, _)) in results.iter().enumerate() {
-        st.loss_sum += g.loss_sum;
-        dense
-            .iter_mut()
-            .zip(&g.dense)
-            .for_each(|(d, v)| *d += v * scale);
-        for (k, sl) in slots[c * chunk..]
-            .iter()
-            .take(g.sparse.len() / (NUM_SPARSE * rl))
-            .enumerate()
-        {
-            for f in 0..NUM_SPARSE {
-                let src = &g.sparse[(k * NUM_SPARSE + f) * rl..(k * NUM_SPARSE + f + 1) * rl];
-                let dst = &mut sparse[sl[f] as usize * rl..(sl[f] as usize + 1) * rl];
-                dst.iter_mut().zip(src).for_each(|(d, v)| *d += v * scale);
+    let ((dense, sparse), reduce_ns) = env.token.timed(|| {
+        let scale = 1.0 / samples.len() as f32;
+        let mut dense = vec![0.0f32; params.len()];
+        let mut sparse = vec![0.0f32; unique.len() * rl];
+        for (c, (g, _)) in results.iter().enumerate() {
+            st.loss_sum += g.loss_sum;
+            dense
+                .iter_mut()
+                .zip(&g.dense)
+                .for_each(|(d, v)| *d += v * scale);
+            let n = g.sparse.len() / (NUM_SPARSE * rl);
+            for (k, sl) in slots[c * chunk..].iter().take(n).enumerate() {
+                for f in 0..NUM_SPARSE {
+                    let src = &g.sparse[(k * NUM_SPARSE + f) * rl..(k * NUM_SPARSE + f + 1) * rl];
+                    let dst = &mut sparse[sl[f] as usize * rl..(sl[f] as usize + 1) * rl];
+                    dst.iter_mut().zip(src).for_each(|(d, v)| *d += v * scale);
+                }
             }
         }
-    }
-    let t2 = thread_cpu_ns();
+        (dense, sparse)
+    });
     let slowest = results.iter().map(|r| r.1).max().unwrap_or(0);
-    st.grad_ns += slowest + (t2 - t1).saturating_sub(own_ns);
+    st.grad_ns += slowest + reduce_ns;
+    st.grad_iter_ns.push(slowest + reduce_ns);
 
-    // Sparse push: one packed message per PS, fire and forget.
-    let plan = plan_lookup(&unique, env.ps.num_ps(), true);
-    for r in plan.requests {
-        let mut grads = Vec::with_capacity(r.ids.len() * rl);
-        for id in &r.ids {
-            let slot = unique.binary_search(id).unwrap_or_default();
-            grads.extend_from_slice(&sparse[slot * rl..(slot + 1) * rl]);
-        }
-        env.ps.send(r.ps, PsMsg::Update { ids: r.ids, grads });
+    // Sparse push: one packed message per PS, fire and forget (sent outside the token, since a
+    // full queue blocks).
+    let (updates, upd_ns) = env.token.timed(|| {
+        let plan = plan_lookup(&unique, env.ps.num_ps(), true);
+        plan.requests
+            .into_iter()
+            .map(|r| {
+                let mut grads = Vec::with_capacity(r.ids.len() * rl);
+                for id in &r.ids {
+                    let slot = unique.binary_search(id).unwrap_or_default();
+                    grads.extend_from_slice(&sparse[slot * rl..(slot + 1) * rl]);
+                }
+                (r.ps, PsMsg::Update { ids: r.ids, grads })
+            })
+            .collect::<Vec<_>>()
+    });
+    for (ps, msg) in updates {
+        env.ps.send(ps, msg);
     }
-    let t3 = thread_cpu_ns();
-    st.upd_ns += t3 - t2;
+    st.upd_ns += upd_ns;
 
     // Dense push + pull.
     let p = env.ps.num_ps();
+    let (slices, pack_ns) = env.token.timed(|| {
+        (0..p)
+            .map(|j| dense[dense_range(j, p, dense.len())].to_vec())
+            .collect::<Vec<_>>()
+    });
     let (tx, rx) = unbounded();
-    for j in 0..p {
-        let g = dense[dense_range(j, p, dense.len())].to_vec();
+    for (j, g) in slices.into_iter().enumerate() {
         env.ps.send(
             j,
             PsMsg::DenseSync {
@@ -235,12 +260,14 @@ fn train_batch(
             },
         );
     }
-    for _ in 0..p {
-        let Ok(r) = rx.recv() else { break };
-        let range = dense_range(r.tag, p, params.len());
-        params[range].copy_from_slice(&r.values);
-    }
-    st.sync_ns += thread_cpu_ns() - t3;
+    let replies: Vec<_> = (0..p).map_while(|_| rx.recv().ok()).collect();
+    let ((), unpack_ns) = env.token.timed(|| {
+        for r in replies {
+            let range = dense_range(r.tag, p, params.len());
+            params[range].copy_from_slice(&r.values);
+        }
+    });
+    st.sync_ns += pack_ns + unpack_ns;
     st.iterations += 1;
     st.samples += samples.len() as u64;
 }

@@ -1,7 +1,8 @@
 //! Measured vs fitted throughput over `w/p`, `lambda_w` and `lambda_p` (DLRover-RM Fig. 11).
 //!
-//! One figure per kind with three panels; circles are measurements, crosses the fitted model
-//! at the same configurations, filled markers are held-out points. Written as PNG and SVG with
+//! One figure per kind with three panels, each varying one quantity with the others at a
+//! baseline (p = 2, lambda = 2 where the grid has them); circles are measurements (filled =
+//! held out), lines the fitted model at the same configurations. Written as PNG and SVG with
 //! an embedded DejaVu Sans (see `assets/`), so the output does not depend on system fonts.
 
 use std::path::{Path, PathBuf};
@@ -20,15 +21,60 @@ fn ensure_font() -> anyhow::Result<()> {
         .map_err(|_| anyhow!("embedded font is invalid"))
 }
 
-type Axis = (&'static str, fn(&Measurement) -> f64);
+/// A panel: x value of a measurement, the series it belongs to (None = not shown), labels.
+struct Panel {
+    x_desc: &'static str,
+    series_desc: &'static str,
+    x: fn(&Measurement) -> f64,
+    series: fn(&Measurement, &Baseline) -> Option<u32>,
+}
 
-const AXES: [Axis; 3] = [
-    ("workers / PS (w/p)", |m| {
-        f64::from(m.config.workers) / f64::from(m.config.ps)
-    }),
-    ("cores per worker (lambda_w)", |m| m.config.worker_cores),
-    ("cores per PS (lambda_p)", |m| m.config.ps_cores),
+/// Values the other dimensions are held at in a panel (Figure 11 varies one at a time).
+struct Baseline {
+    ps: u32,
+    lambda: f64,
+}
+
+const PANELS: [Panel; 3] = [
+    Panel {
+        x_desc: "workers / PS (w/p)",
+        series_desc: "p",
+        x: |m| f64::from(m.config.workers) / f64::from(m.config.ps),
+        series: |m, b| {
+            (m.config.worker_cores == b.lambda && m.config.ps_cores == b.lambda)
+                .then_some(m.config.ps)
+        },
+    },
+    Panel {
+        x_desc: "cores per worker (lambda_w)",
+        series_desc: "w",
+        x: |m| m.config.worker_cores,
+        series: |m, b| {
+            (m.config.ps == b.ps && m.config.ps_cores == b.lambda).then_some(m.config.workers)
+        },
+    },
+    Panel {
+        x_desc: "cores per PS (lambda_p)",
+        series_desc: "w",
+        x: |m| m.config.ps_cores,
+        series: |m, b| {
+            (m.config.ps == b.ps && m.config.worker_cores == b.lambda).then_some(m.config.workers)
+        },
+    },
 ];
+
+fn baseline(ms: &[&Measurement]) -> Baseline {
+    let has_ps = |p| ms.iter().any(|m| m.config.ps == p);
+    let has_l = |l| ms.iter().any(|m| m.config.worker_cores == l);
+    Baseline {
+        ps: if has_ps(2) {
+            2
+        } else {
+            ms.first().map_or(1, |m| m.config.ps)
+        },
+        lambda: if has_l(2.0) { 2.0 } else { 1.0 },
+    }
+}
 
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
@@ -40,46 +86,75 @@ fn draw<DB: DrawingBackend>(
     let ms: Vec<&Measurement> = cal.measurements.iter().filter(|m| m.kind == kind).collect();
     let params = cal.kinds.get(kind).copied().unwrap_or_default();
     let mape = cal.fit.get(kind).map_or(f64::NAN, |f| f.heldout_mape);
-    let title = format!("{kind}: measured (o) vs fitted (x) throughput, held-out MAPE {mape:.1}%");
+    let title = format!("{kind}: measured (o; filled = held out) vs fitted (line) throughput; held-out MAPE {mape:.1}%");
     let root = root.titled(&title, ("sans-serif", 20)).map_err(err)?;
-    let panels = root.split_evenly((1, 3));
-    let y_max = ms
-        .iter()
-        .flat_map(|m| [m.throughput, params.throughput(&m.config)])
-        .fold(1.0, f64::max)
-        * 1.1;
-    for (area, (label, x_of)) in panels.iter().zip(AXES) {
-        let x_max = ms.iter().map(|m| x_of(m)).fold(1.0, f64::max) * 1.15;
+    let base = baseline(&ms);
+    for (area, panel) in root.split_evenly((1, 3)).iter().zip(PANELS) {
+        let shown: Vec<(u32, &Measurement)> = ms
+            .iter()
+            .filter_map(|m| (panel.series)(m, &base).map(|s| (s, *m)))
+            .collect();
+        let x_max = shown.iter().map(|(_, m)| (panel.x)(m)).fold(1.0, f64::max) * 1.1;
+        let y_max = shown
+            .iter()
+            .flat_map(|(_, m)| [m.throughput, params.throughput(&m.config)])
+            .fold(1.0, f64::max)
+            * 1.1;
         let mut chart = ChartBuilder::on(area)
             .margin(12)
+            .caption(
+                format!("lines: one per {}", panel.series_desc),
+                ("sans-serif", 14),
+            )
             .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max / 1000.0)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc(label)
-            .y_desc("samples/s")
+            .x_desc(panel.x_desc)
+            .y_desc("thousand samples/s")
             .label_style(("sans-serif", 13))
             .draw()
             .map_err(err)?;
-        let measured = ms.iter().map(|m| {
-            let style = if m.point.heldout {
-                BLUE.filled()
-            } else {
-                BLUE.stroke_width(1)
-            };
-            Circle::new((x_of(m), m.throughput), 4, style)
-        });
-        chart.draw_series(measured).map_err(err)?;
-        let fitted = ms.iter().map(|m| {
-            Cross::new(
-                (x_of(m), params.throughput(&m.config)),
-                4,
-                RED.stroke_width(2),
-            )
-        });
-        chart.draw_series(fitted).map_err(err)?;
+        let mut ids: Vec<u32> = shown.iter().map(|(s, _)| *s).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for (k, id) in ids.iter().enumerate() {
+            let color = Palette99::pick(k).to_rgba();
+            let mut pts: Vec<&Measurement> = shown
+                .iter()
+                .filter(|(s, _)| s == id)
+                .map(|(_, m)| *m)
+                .collect();
+            pts.sort_by(|a, b| (panel.x)(a).total_cmp(&(panel.x)(b)));
+            let line = pts
+                .iter()
+                .map(|m| ((panel.x)(m), params.throughput(&m.config) / 1000.0));
+            chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("{}={id}", panel.series_desc))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            let dots = pts.iter().map(|m| {
+                let style = if m.point.heldout {
+                    color.filled()
+                } else {
+                    color.stroke_width(1)
+                };
+                Circle::new(((panel.x)(m), m.throughput / 1000.0), 4, style)
+            });
+            chart.draw_series(dots).map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(err)?;
     }
     root.present().map_err(err)?;
     Ok(())

@@ -128,6 +128,7 @@ mod tests {
         let b = batches();
         let sizes = [0, 256, 1024, 4096, 16_384, 65_536];
         let r: Vec<f64> = sizes.iter().map(|&s| replay_hit_ratio(&b, s, 10)).collect();
+        eprintln!("hit ratio by cache rows {sizes:?}: {r:.3?}");
         assert_eq!(r[0], 0.0);
         for w in r.windows(2) {
             assert!(w[1] >= w[0] - 1e-12, "{r:?}");

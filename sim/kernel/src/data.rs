@@ -63,6 +63,9 @@ pub struct SyntheticData {
 
 impl SyntheticData {
     /// `len` samples; field `f` has `vocab[f]` distinct values, Zipf exponent `zipf_s`.
+    ///
+    /// # Panics
+    /// If `zipf_s` is negative or NaN (a programming error: callers pass constants).
     pub fn new(seed: u64, len: u64, vocab: &[u64; NUM_SPARSE], zipf_s: f64) -> Self {
         let zipf = vocab
             .iter()

@@ -117,7 +117,7 @@ fn inputs(spec: &JobSpec) -> PerfInputs {
 fn healthy_job_takes_start_latency_plus_samples_over_rate() {
     let spec = job(4, 2);
     let rate = perf::throughput(
-        &ThroughputParams::default_for(ModelKind::Xdeepfm),
+        &dlsim_model::perf::default_params(ModelKind::Xdeepfm),
         &inputs(&spec),
     );
     let expect = 20.0 + spec.total_samples() / rate;
@@ -140,7 +140,10 @@ fn worker_straggler_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
         worker_cores: 4.0,
         ..inputs(&spec)
     };
-    let rate = perf::throughput(&ThroughputParams::default_for(ModelKind::Xdeepfm), &slow);
+    let rate = perf::throughput(
+        &dlsim_model::perf::default_params(ModelKind::Xdeepfm),
+        &slow,
+    );
     let expect = 20.0 + spec.total_samples() / rate;
     let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
     let got = jct_s(&scenario(spec, faults, no_checkpoints()));
@@ -182,7 +185,7 @@ fn hot_ps_bounds_the_job_by_its_largest_share() {
         },
     ];
     let rate = perf::job_perf(
-        &ThroughputParams::default_for(ModelKind::WideDeep),
+        &dlsim_model::perf::default_params(ModelKind::WideDeep),
         &inputs(&spec),
         &workers,
         &ps,
@@ -211,7 +214,7 @@ fn checkpoint_cost_stretches_training_by_its_duty_cycle() {
         ..RecoveryConfig::default()
     };
     let rate = perf::throughput(
-        &ThroughputParams::default_for(ModelKind::Xdeepfm),
+        &dlsim_model::perf::default_params(ModelKind::Xdeepfm),
         &inputs(&spec),
     ) * 600.0
         / 660.0;
@@ -333,7 +336,7 @@ fn a_calibration_file_sets_the_truth_of_its_kinds() {
     let loaded = dlsim_model::scenario::load_calibration(&dir.join("cal.json")).unwrap();
     s.file.truth.params = loaded
         .into_iter()
-        .map(|(k, p)| (k, p.scaled(2.0)))
+        .map(|(k, p)| (k, perf::scaled(&p, 2.0)))
         .collect();
     // T = 2 * (1e-3 * 512 / 16 + 0.01) = 0.084 s per step per worker; 4 workers.
     let expect = 20.0 + s.jobs[0].total_samples() / (4.0 * 512.0 / 0.084);

@@ -9,7 +9,7 @@
 //! arrivals over time (line), requested cores per job (histogram in powers of two), cores vs
 //! uncontended duration (scatter, at most 4,000 jobs, evenly strided).
 
-use dlsim_model::perf::{throughput, PerfInputs, ThroughputParams};
+use dlsim_model::perf::{throughput, PerfInputs};
 use dlsim_model::scenario::TruthSettings;
 use dlsim_plot::{bar_chart, line_chart, scatter, Chart, PlotError, Series};
 use dlsim_traces::{JobSpec, Trace};
@@ -45,7 +45,7 @@ pub fn uncontended_s(job: &JobSpec, truth: &TruthSettings) -> f64 {
         bandwidth_mb_s: truth.bandwidth_mb_s,
         emb_dim: f64::from(job.emb_dim),
     };
-    job.total_samples() / throughput(&ThroughputParams::default_for(job.model), &x)
+    job.total_samples() / throughput(&dlsim_model::perf::default_params(job.model), &x)
 }
 
 fn cores(j: &JobSpec) -> f64 {

@@ -31,7 +31,7 @@
 
 use crate::report::ImportReport;
 use dlsim_engine::{RngStreams, SimRng};
-use dlsim_model::perf::{throughput, worker_mem_mb, PerfInputs, ThroughputParams, PS_BASE_MB};
+use dlsim_model::perf::{throughput, worker_mem_mb, PerfInputs, PS_BASE_MB};
 use dlsim_model::scenario::TruthSettings;
 use dlsim_traces::{JobSpec, ModelKind, Observed};
 use rand::Rng;
@@ -141,7 +141,7 @@ impl Synth {
             bandwidth_mb_s: self.truth.bandwidth_mb_s,
             emb_dim: f64::from(emb_dim),
         };
-        let rate = throughput(&ThroughputParams::default_for(model), &inputs);
+        let rate = throughput(&dlsim_model::perf::default_params(model), &inputs);
         if d.duration_s == 0 {
             report.note("zero duration: 1 step");
         }
@@ -256,7 +256,7 @@ mod tests {
                 emb_dim: f64::from(job.emb_dim),
             };
             let secs =
-                job.total_samples() / throughput(&ThroughputParams::default_for(job.model), &x);
+                job.total_samples() / throughput(&dlsim_model::perf::default_params(job.model), &x);
             assert!((secs - 3_600.0).abs() < 2.0, "{secs}");
             let final_ps_mb = dlsim_model::perf::ps_mem_mb(
                 job.dense_mb,

@@ -9,88 +9,76 @@
 //! and throughput = `w*m/T` samples/s. Units: seconds, samples, cores, MB, MB/s, dims.
 
 use dlsim_traces::ModelKind;
-use serde::{Deserialize, Serialize};
 
-/// The alpha/beta parameters of the throughput model for one model kind.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ThroughputParams {
-    pub a_grad: f64,
-    pub b_grad: f64,
-    pub a_upd: f64,
-    pub b_upd: f64,
-    pub a_sync: f64,
-    pub b_sync: f64,
-    pub a_emb: f64,
-    pub b_emb: f64,
+/// The alpha/beta parameters of the throughput model for one model kind. One type for
+/// the whole project: `dlsim-fit` fits it, the simulator uses it as the hidden truth.
+pub use dlsim_fit::ThroughputParams;
+
+/// Built-in defaults, used when no calibration file is given.
+///
+/// Source: hand-set so that the DLRover paper's "well-tuned" configurations (Table 2:
+/// W&D 8 PS x 16 cores with 24 workers x 3 cores; xDeepFM 2 PS x 16 with 8 x 20) reach
+/// the throughput its Table 1 reports for them (~210 and ~48 steps/s at batch 512), with
+/// W&D's time dominated by PS update and embedding lookup (I/O-bound) and xDeepFM's by
+/// gradient compute (compute-bound). DCN sits between the two (assumption). A
+/// calibration from the real kernel (`dlsim calibrate`) replaces these.
+pub fn default_params(kind: ModelKind) -> ThroughputParams {
+    match kind {
+        ModelKind::WideDeep => ThroughputParams {
+            a_grad: 1.46e-4,
+            b_grad: 0.004,
+            a_upd: 0.16,
+            b_upd: 0.003,
+            a_sync: 0.31,
+            b_sync: 0.003,
+            a_emb: 2.9e-5,
+            b_emb: 0.004,
+        },
+        ModelKind::Xdeepfm => ThroughputParams {
+            a_grad: 4.7e-3,
+            b_grad: 0.004,
+            a_upd: 0.06,
+            b_upd: 0.002,
+            a_sync: 0.08,
+            b_sync: 0.002,
+            a_emb: 2.9e-6,
+            b_emb: 0.002,
+        },
+        ModelKind::Dcn => ThroughputParams {
+            a_grad: 1.5e-3,
+            b_grad: 0.004,
+            a_upd: 0.10,
+            b_upd: 0.003,
+            a_sync: 0.2,
+            b_sync: 0.003,
+            a_emb: 1.2e-5,
+            b_emb: 0.003,
+        },
+    }
 }
 
-impl ThroughputParams {
-    /// Built-in defaults, used when no calibration file is given.
-    ///
-    /// Source: hand-set so that the DLRover paper's "well-tuned" configurations (Table 2:
-    /// W&D 8 PS x 16 cores with 24 workers x 3 cores; xDeepFM 2 PS x 16 with 8 x 20) reach
-    /// the throughput its Table 1 reports for them (~210 and ~48 steps/s at batch 512), with
-    /// W&D's time dominated by PS update and embedding lookup (I/O-bound) and xDeepFM's by
-    /// gradient compute (compute-bound). DCN sits between the two (assumption). A
-    /// calibration from the real kernel (`dlsim calibrate`) replaces these.
-    pub fn default_for(kind: ModelKind) -> Self {
-        match kind {
-            ModelKind::WideDeep => ThroughputParams {
-                a_grad: 1.46e-4,
-                b_grad: 0.004,
-                a_upd: 0.16,
-                b_upd: 0.003,
-                a_sync: 0.31,
-                b_sync: 0.003,
-                a_emb: 2.9e-5,
-                b_emb: 0.004,
-            },
-            ModelKind::Xdeepfm => ThroughputParams {
-                a_grad: 4.7e-3,
-                b_grad: 0.004,
-                a_upd: 0.06,
-                b_upd: 0.002,
-                a_sync: 0.08,
-                b_sync: 0.002,
-                a_emb: 2.9e-6,
-                b_emb: 0.002,
-            },
-            ModelKind::Dcn => ThroughputParams {
-                a_grad: 1.5e-3,
-                b_grad: 0.004,
-                a_upd: 0.10,
-                b_upd: 0.003,
-                a_sync: 0.2,
-                b_sync: 0.003,
-                a_emb: 1.2e-5,
-                b_emb: 0.003,
-            },
-        }
+/// Every alpha and beta times `k` (iteration times scale by `k`).
+pub fn scaled(p: &ThroughputParams, k: f64) -> ThroughputParams {
+    ThroughputParams {
+        a_grad: p.a_grad * k,
+        b_grad: p.b_grad * k,
+        a_upd: p.a_upd * k,
+        b_upd: p.b_upd * k,
+        a_sync: p.a_sync * k,
+        b_sync: p.b_sync * k,
+        a_emb: p.a_emb * k,
+        b_emb: p.b_emb * k,
     }
+}
 
-    /// Every alpha and beta times `k` (iteration times scale by `k`).
-    pub fn scaled(&self, k: f64) -> Self {
-        ThroughputParams {
-            a_grad: self.a_grad * k,
-            b_grad: self.b_grad * k,
-            a_upd: self.a_upd * k,
-            b_upd: self.b_upd * k,
-            a_sync: self.a_sync * k,
-            b_sync: self.b_sync * k,
-            a_emb: self.a_emb * k,
-            b_emb: self.b_emb * k,
-        }
-    }
-
-    /// Multiplies every alpha by its own factor (a job's hidden deviation from the mean).
-    pub fn perturbed(&self, f: [f64; 4]) -> Self {
-        ThroughputParams {
-            a_grad: self.a_grad * f[0],
-            a_upd: self.a_upd * f[1],
-            a_sync: self.a_sync * f[2],
-            a_emb: self.a_emb * f[3],
-            ..*self
-        }
+/// Multiplies every alpha by its own factor (a job's hidden deviation from the mean).
+pub fn perturbed(p: &ThroughputParams, f: [f64; 4]) -> ThroughputParams {
+    ThroughputParams {
+        a_grad: p.a_grad * f[0],
+        a_upd: p.a_upd * f[1],
+        a_sync: p.a_sync * f[2],
+        a_emb: p.a_emb * f[3],
+        ..*p
     }
 }
 
@@ -315,7 +303,7 @@ mod tests {
     #[test]
     fn defaults_reproduce_dlrover_table_1_well_tuned_throughput() {
         let wd = throughput(
-            &ThroughputParams::default_for(ModelKind::WideDeep),
+            &default_params(ModelKind::WideDeep),
             &inputs(24.0, 8.0, 3.0, 16.0),
         ) / 512.0;
         assert!((wd - 210.0).abs() / 210.0 < 0.1, "W&D steps/s {wd}");
@@ -323,13 +311,13 @@ mod tests {
             dense_mb: 40.0,
             ..inputs(8.0, 2.0, 20.0, 16.0)
         };
-        let xd = throughput(&ThroughputParams::default_for(ModelKind::Xdeepfm), &x) / 512.0;
+        let xd = throughput(&default_params(ModelKind::Xdeepfm), &x) / 512.0;
         assert!((xd - 47.8).abs() / 47.8 < 0.1, "xDeepFM steps/s {xd}");
     }
 
     #[test]
     fn job_perf_with_equal_pods_is_the_paper_formula() {
-        let p = ThroughputParams::default_for(ModelKind::WideDeep);
+        let p = default_params(ModelKind::WideDeep);
         let x = inputs(24.0, 8.0, 3.0, 16.0);
         let workers = vec![
             WorkerCond {
@@ -354,7 +342,7 @@ mod tests {
 
     #[test]
     fn a_straggler_hurts_static_partitioning_more_than_dynamic_sharding() {
-        let p = ThroughputParams::default_for(ModelKind::Xdeepfm);
+        let p = default_params(ModelKind::Xdeepfm);
         let x = inputs(8.0, 2.0, 20.0, 16.0);
         let mut workers = vec![
             WorkerCond {
@@ -389,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_hot_ps_bounds_the_iteration() {
-        let p = ThroughputParams::default_for(ModelKind::WideDeep);
+        let p = default_params(ModelKind::WideDeep);
         let x = inputs(24.0, 8.0, 3.0, 16.0);
         let workers = vec![
             WorkerCond {
@@ -422,12 +410,12 @@ mod tests {
     #[test]
     fn kinds_have_their_bottlenecks() {
         let wd = iteration_time(
-            &ThroughputParams::default_for(ModelKind::WideDeep),
+            &default_params(ModelKind::WideDeep),
             &inputs(24.0, 8.0, 3.0, 16.0),
         );
         assert!(wd.upd_s + wd.emb_s > wd.grad_s, "W&D is I/O-bound: {wd:?}");
         let xd = iteration_time(
-            &ThroughputParams::default_for(ModelKind::Xdeepfm),
+            &default_params(ModelKind::Xdeepfm),
             &inputs(8.0, 2.0, 20.0, 16.0),
         );
         assert!(
@@ -438,7 +426,7 @@ mod tests {
 
     #[test]
     fn more_workers_help_until_the_ps_saturates() {
-        let p = ThroughputParams::default_for(ModelKind::WideDeep);
+        let p = default_params(ModelKind::WideDeep);
         let few = throughput(&p, &inputs(4.0, 1.0, 8.0, 4.0));
         let more = throughput(&p, &inputs(16.0, 1.0, 8.0, 4.0));
         let lots = throughput(&p, &inputs(200.0, 1.0, 8.0, 4.0));

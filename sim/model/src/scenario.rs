@@ -161,7 +161,7 @@ impl TruthSettings {
         self.params
             .get(&kind)
             .copied()
-            .unwrap_or_else(|| ThroughputParams::default_for(kind))
+            .unwrap_or_else(|| crate::perf::default_params(kind))
     }
 }
 
@@ -225,7 +225,7 @@ impl Scenario {
                 file.truth
                     .params
                     .entry(kind)
-                    .or_insert(params.scaled(scale));
+                    .or_insert(crate::perf::scaled(&params, scale));
             }
         }
         let nodes = load_nodes(path, &text, base, &file.cluster)?;

@@ -98,7 +98,7 @@ impl World {
                 ];
                 Job::new(
                     spec.clone(),
-                    f.truth.params_for(spec.model).perturbed(factors),
+                    perf::perturbed(&f.truth.params_for(spec.model), factors),
                 )
             })
             .collect();

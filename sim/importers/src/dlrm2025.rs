@@ -28,7 +28,7 @@
 //! module) with 192-core 1,024 GB CPU nodes and 8-GPU 128-core 1,024 GB GPU nodes.
 
 use crate::cluster::NodeShape;
-use crate::input::{expect_header, reject, Lines, Row, RowError};
+use crate::input::{reject, reject_nodes, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -99,18 +99,13 @@ pub(crate) fn read(
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
     let path = lines.path().to_path_buf();
-    if opts.nodes.is_some() {
-        return Err(InputError::new(
-            &path,
-            "dlrm2025 has no node list: drop --nodes (the cluster is sized by rule)",
-        ));
-    }
-    match lines.next_line()? {
-        Some((_, h)) => expect_header(&path, h, COLS)?,
-        None => {
-            return Err(InputError::new(&path, "empty file: expected the DLRM trace").at_line(1))
-        }
-    }
+    reject_nodes(
+        &path,
+        opts.nodes.as_deref(),
+        "dlrm2025",
+        "the cluster is sized by rule",
+    )?;
+    lines.header(COLS, "the DLRM trace")?;
     // Apps in first-seen order; the map is only looked up, never iterated.
     let mut apps: Vec<App> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();

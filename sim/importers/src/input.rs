@@ -45,6 +45,16 @@ impl Lines {
     }
 
     /// The next line without its line ending, with its 1-based number; `None` at the end.
+    /// Reads line 1 and checks it is the header `expected`; `what` names the file kind
+    /// for the empty-file message.
+    pub fn header(&mut self, expected: &[&str], what: &str) -> Result<(), InputError> {
+        let path = self.path.clone();
+        match self.next_line()? {
+            Some((_, h)) => expect_header(&path, h, expected),
+            None => Err(InputError::new(&path, format!("empty file: expected {what}")).at_line(1)),
+        }
+    }
+
     pub fn next_line(&mut self) -> Result<Option<(usize, &str)>, InputError> {
         self.buf.clear();
         self.line_no += 1;
@@ -197,6 +207,22 @@ impl<'a> Row<'a> {
 }
 
 /// Checks that a header row is the expected one, for a clear error on the wrong file.
+/// Sources without a node list reject `--nodes`, saying where the cluster comes from.
+pub fn reject_nodes(
+    path: &Path,
+    nodes: Option<&Path>,
+    format: &str,
+    cluster_from: &str,
+) -> Result<(), InputError> {
+    match nodes {
+        Some(_) => Err(InputError::new(
+            path,
+            format!("{format} has no node list: drop --nodes ({cluster_from})"),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub fn expect_header(path: &Path, line: &str, expected: &[&str]) -> Result<(), InputError> {
     let got: Vec<&str> = line.split(',').map(str::trim).collect();
     if got.len() < expected.len() || got[..expected.len()] != *expected {

@@ -26,7 +26,7 @@
 //! The `multigpu50` variant has no time columns and cannot be imported as a trace.
 
 use crate::cluster::{describe, NodeRow};
-use crate::input::{expect_header, reject, Lines, Row, RowError};
+use crate::input::{reject, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -63,12 +63,7 @@ pub(crate) fn read(
         }
         None => None,
     };
-    match lines.next_line()? {
-        Some((_, h)) => expect_header(&path, h, POD_COLS)?,
-        None => {
-            return Err(InputError::new(&path, "empty file: expected an openb pod list").at_line(1))
-        }
-    }
+    lines.header(POD_COLS, "an openb pod list")?;
     let mut drafts = Vec::new();
     while let Some((line_no, text)) = lines.next_line()? {
         if text.trim().is_empty() {
@@ -186,12 +181,7 @@ fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
 /// Reads the openb node list. Node-list errors always stop the import.
 pub fn read_nodes(path: &Path) -> Result<Vec<NodeRow>, InputError> {
     let mut lines = Lines::open(path)?;
-    match lines.next_line()? {
-        Some((_, h)) => expect_header(path, h, NODE_COLS)?,
-        None => {
-            return Err(InputError::new(path, "empty file: expected an openb node list").at_line(1))
-        }
-    }
+    lines.header(NODE_COLS, "an openb node list")?;
     let mut nodes = Vec::new();
     while let Some((line_no, text)) = lines.next_line()? {
         if text.trim().is_empty() {

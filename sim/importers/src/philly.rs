@@ -18,7 +18,7 @@
 //! The cluster is sized by the peak-demand rule (`cluster` module) with those 8-GPU nodes.
 
 use crate::cluster::NodeShape;
-use crate::input::{expect_header, reject, Lines, Row, RowError};
+use crate::input::{reject, reject_nodes, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -51,18 +51,13 @@ pub(crate) fn read(
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
     let path = lines.path().to_path_buf();
-    if opts.nodes.is_some() {
-        return Err(InputError::new(
-            &path,
-            "philly has no node list: drop --nodes (the cluster is sized by rule)",
-        ));
-    }
-    match lines.next_line()? {
-        Some((_, h)) => expect_header(&path, h, COLS)?,
-        None => {
-            return Err(InputError::new(&path, "empty file: expected the Philly CSV").at_line(1))
-        }
-    }
+    reject_nodes(
+        &path,
+        opts.nodes.as_deref(),
+        "philly",
+        "the cluster is sized by rule",
+    )?;
+    lines.header(COLS, "the Philly CSV")?;
     let mut drafts = Vec::new();
     while let Some((line_no, text)) = lines.next_line()? {
         if text.trim().is_empty() {

@@ -22,7 +22,7 @@
 //! space-shared machine exactly: a job runs when enough processors are free.
 
 use crate::cluster::NodeRow;
-use crate::input::{reject, Lines, Row, RowError};
+use crate::input::{reject, reject_nodes, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{ImportOptions, Parsed};
@@ -57,12 +57,12 @@ pub(crate) fn read(
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
     let path = lines.path().to_path_buf();
-    if opts.nodes.is_some() {
-        return Err(InputError::new(
-            &path,
-            "swf has no node list: drop --nodes (the machine comes from the MaxProcs header)",
-        ));
-    }
+    reject_nodes(
+        &path,
+        opts.nodes.as_deref(),
+        "swf",
+        "the machine comes from the MaxProcs header",
+    )?;
     let (mut max_procs, mut max_nodes) = (None, None);
     let mut drafts = Vec::new();
     while let Some((line_no, text)) = lines.next_line()? {

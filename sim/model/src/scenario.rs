@@ -179,7 +179,13 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, InputError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
+        Scenario::from_text(path, &text)
+    }
+
+    /// Parses and validates scenario `text` as if read from `path` (relative paths inside
+    /// resolve against its folder). Sweeps use it to run a scenario with overridden keys.
+    pub fn from_text(path: &Path, text: &str) -> Result<Scenario, InputError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
         let file: ScenarioFile =
             serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
         let base = path.parent().unwrap_or(Path::new("."));

@@ -3,6 +3,7 @@
 //! every bad input fails early with exit code 2 and no output files.
 
 mod replay;
+mod sweep;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,10 @@ enum Command {
     /// Generate, inspect or convert job traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Run a grid of replays (policies x parameters x seeds) in parallel, resumably.
+    Sweep(sweep::SweepArgs),
+    /// Combine the shard folders of one sweep and write its tables.
+    Merge(sweep::MergeArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -68,6 +73,8 @@ where
     match cli.command {
         Command::Replay(args) => replay::run(&args),
         Command::Trace(cmd) => trace::run(cmd),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Merge(args) => sweep::merge(&args),
         Command::Calibrate(args) => {
             dlsim_kernel::calibrate::run_cli(&args)?;
             Ok(ExitCode::SUCCESS)

@@ -189,7 +189,7 @@ impl Scenario {
         let file: ScenarioFile =
             serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let locate = |key: &str| key_line(&text, key);
+        let locate = |key: &str| key_line(text, key);
         let at = |key: &str, msg: String| {
             let e = InputError::new(path, msg).field(key);
             match locate(key.rsplit('.').next().unwrap_or(key)) {
@@ -234,7 +234,7 @@ impl Scenario {
                     .or_insert(crate::perf::scaled(&params, scale));
             }
         }
-        let nodes = load_nodes(path, &text, base, &file.cluster)?;
+        let nodes = load_nodes(path, text, base, &file.cluster)?;
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
                 return Err(at(

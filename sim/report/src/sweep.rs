@@ -1,0 +1,465 @@
+//! Sweep files and their grid: policies x policy parameters x scenario parameters x seeds.
+//!
+//! A sweep file names one scenario and the axes to vary. [`Sweep::load`] validates it
+//! (errors name the file, line and field) and [`Sweep::points`] expands the grid into
+//! [`Point`]s in a fixed order, each with a stable run id. Everything here is pure: the same
+//! sweep file gives the same points, ids and seeds on every machine and thread count, which
+//! is what makes `--shard i/n` slices and `dlsim merge` exact.
+
+use dlsim_engine::RngStreams;
+use dlsim_policies::PolicySpec;
+use dlsim_traces::InputError;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The sweep file as written by a user. Paths are relative to the sweep file's folder.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    #[serde(default)]
+    pub name: String,
+    /// The scenario every run starts from.
+    pub scenario: PathBuf,
+    /// Seed of the sweep: with `seeds` as a count, replicate `k` runs with seed
+    /// `derive(seed, "sweep-replicate", k)`.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// A number of replicates (seeds derived from `seed`) or an explicit list of seeds.
+    #[serde(default)]
+    pub seeds: Seeds,
+    /// Policy specs, or `"all"` for every policy `dlsim_policies::POLICY_NAMES` lists.
+    pub policies: Policies,
+    /// Per policy name: parameter -> values. The first value of each list is the reference
+    /// ("full") configuration the ablation table compares the others with.
+    #[serde(default)]
+    pub policy_params: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// Dotted scenario keys -> values, e.g. `"faults.pod_failure_per_day": [0.0, 0.015]`.
+    #[serde(default)]
+    pub scenario_params: BTreeMap<String, Vec<Value>>,
+    /// The policy every other is compared with in the ablation table [default: the first].
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Seeds {
+    Count(u32),
+    List(Vec<u64>),
+}
+
+impl Default for Seeds {
+    fn default() -> Self {
+        Seeds::Count(1)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Policies {
+    All(String),
+    List(Vec<String>),
+}
+
+/// One run of the grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Stable, file-name-safe id: policy, scenario parameters and seed.
+    pub id: String,
+    /// Canonical policy spec, e.g. `dlrover[warm_start=off]`.
+    pub policy: String,
+    /// The spec this policy's ablation compares with (every parameter at its first value).
+    pub reference: String,
+    /// Scenario overrides, dotted key -> value.
+    pub scenario_params: BTreeMap<String, Value>,
+    /// Replicate index and the seed it runs with.
+    pub replicate: u32,
+    pub seed: u64,
+}
+
+impl Point {
+    /// The label of this point's scenario-parameter group, e.g. `faults.x=0.1` or `base`.
+    pub fn group(&self) -> String {
+        group_label(&self.scenario_params)
+    }
+}
+
+pub fn group_label(params: &BTreeMap<String, Value>) -> String {
+    if params.is_empty() {
+        return "base".into();
+    }
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", scalar(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A loaded, validated sweep.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub path: PathBuf,
+    pub file: SweepFile,
+    pub scenario_path: PathBuf,
+    /// The scenario file's JSON, to which each point's overrides are applied.
+    pub scenario_json: Value,
+    pub baseline: String,
+    points: Vec<Point>,
+}
+
+impl Sweep {
+    /// Reads and validates a sweep file and the scenario it names; expands the grid.
+    pub fn load(path: &Path) -> Result<Sweep, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read sweep file: {e}")))?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let file: SweepFile =
+            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let at = |key: &str, msg: String| {
+            let e = InputError::new(path, msg).field(key);
+            match dlsim_model::scenario::key_line(&text, key.split('.').next().unwrap_or(key)) {
+                Some(l) => e.at_line(l),
+                None => e,
+            }
+        };
+        let scenario_path = path.parent().unwrap_or(Path::new(".")).join(&file.scenario);
+        let scenario_text = std::fs::read_to_string(&scenario_path).map_err(|e| {
+            at(
+                "scenario",
+                format!("cannot read {}: {e}", scenario_path.display()),
+            )
+        })?;
+        let scenario_json: Value = serde_json::from_str(&scenario_text)
+            .map_err(|e| at("scenario", format!("{}: {e}", scenario_path.display())))?;
+        let specs = policy_specs(&file).map_err(|(k, m)| at(k, m))?;
+        let baseline = match &file.baseline {
+            Some(b) => canonical(b).map_err(|m| at("baseline", m))?,
+            None => specs.first().map(|s| s.0.clone()).unwrap_or_default(),
+        };
+        if !specs.iter().any(|(s, _)| *s == baseline) {
+            return Err(at(
+                "baseline",
+                format!("`{baseline}` is not one of the sweep's policies"),
+            ));
+        }
+        let seeds = seeds(&file).map_err(|m| at("seeds", m))?;
+        let groups = product(&file.scenario_params);
+        for (key, values) in &file.scenario_params {
+            if values.is_empty() {
+                return Err(at("scenario_params", format!("`{key}` has no values")));
+            }
+        }
+        let mut points = Vec::new();
+        for group in &groups {
+            for (policy, reference) in &specs {
+                for (k, &seed) in seeds.iter().enumerate() {
+                    points.push(Point {
+                        id: run_id(policy, group, seed),
+                        policy: policy.clone(),
+                        reference: reference.clone(),
+                        scenario_params: group.clone(),
+                        replicate: k as u32,
+                        seed,
+                    });
+                }
+            }
+        }
+        let mut ids: Vec<&str> = points.iter().map(|p| p.id.as_str()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(at("policies", format!("two runs share the id `{}`", w[0])));
+        }
+        Ok(Sweep {
+            path: path.to_path_buf(),
+            file,
+            scenario_path,
+            scenario_json,
+            baseline,
+            points,
+        })
+    }
+
+    /// Every point, in grid order: scenario parameters, then policy, then seed.
+    pub fn points(&self) -> &[Point] {
+        &self.points
+    }
+
+    /// The scenario text of `point`: the scenario file with its overrides and seed applied.
+    pub fn scenario_text(&self, point: &Point) -> String {
+        let mut v = self.scenario_json.clone();
+        for (key, value) in &point.scenario_params {
+            set_dotted(&mut v, key, value.clone());
+        }
+        set_dotted(&mut v, "seed", Value::from(point.seed));
+        serde_json::to_string_pretty(&v).expect("JSON values serialise")
+    }
+
+    /// The expanded plan, written as `sweep.json`.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            format: "dlsim-sweep-plan".into(),
+            version: 1,
+            name: self.file.name.clone(),
+            baseline: self.baseline.clone(),
+            scenario_params: self.file.scenario_params.keys().cloned().collect(),
+            points: self.points.clone(),
+        }
+    }
+}
+
+/// A sweep expanded into its runs: identical for identical sweeps, so shards and resumed
+/// runs can prove they belong to the same sweep, and `dlsim merge` needs nothing else.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format: String,
+    pub version: u32,
+    pub name: String,
+    pub baseline: String,
+    /// The dotted scenario keys the grid varies, in order.
+    pub scenario_params: Vec<String>,
+    pub points: Vec<Point>,
+}
+
+impl Plan {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("plan serialises") + "\n"
+    }
+}
+
+/// A deterministic slice of the grid: point `j` belongs to shard `j mod n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `i/n` with `0 <= i < n` (0-based, like Slurm array and Kubernetes indices).
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}` is not i/n"))?;
+        let parse = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{s}` is not i/n"))
+        };
+        let (index, count) = (parse(i)?, parse(n)?);
+        if count == 0 || index >= count {
+            return Err(format!("shard `{s}`: need 0 <= i < n"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn contains(&self, position: usize) -> bool {
+        position % self.count == self.index
+    }
+}
+
+/// Reads a JSON value as a short string: strings unquoted, numbers as written.
+pub fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn canonical(spec: &str) -> Result<String, String> {
+    PolicySpec::parse(spec)
+        .map(|s| s.canonical())
+        .map_err(|e| e.to_string())
+}
+
+/// `(spec, reference spec)` for every policy variant, in order.
+fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str, String)> {
+    let names: Vec<String> = match &file.policies {
+        Policies::All(s) if s == "all" => dlsim_policies::POLICY_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        Policies::All(s) => {
+            return Err((
+                "policies",
+                format!("expected a list of specs or \"all\", got `{s}`"),
+            ))
+        }
+        Policies::List(l) => l.clone(),
+    };
+    if names.is_empty() {
+        return Err(("policies", "no policies".into()));
+    }
+    for name in file.policy_params.keys() {
+        if !names.iter().any(|n| n.split('[').next() == Some(name)) {
+            return Err((
+                "policy_params",
+                format!("`{name}` is not one of the sweep's policies"),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for name in &names {
+        let base = PolicySpec::parse(name).map_err(|e| ("policies", e.to_string()))?;
+        let grid = file
+            .policy_params
+            .get(&base.name)
+            .cloned()
+            .unwrap_or_default();
+        let mut reference = base.clone();
+        for (key, values) in &grid {
+            let first = values.first().ok_or((
+                "policy_params",
+                format!("`{}.{key}` has no values", base.name),
+            ))?;
+            if base.params.contains_key(key) {
+                return Err((
+                    "policy_params",
+                    format!("`{key}` is set both in `{name}` and in policy_params"),
+                ));
+            }
+            reference.params.insert(key.clone(), scalar(first));
+        }
+        for combo in product(&grid) {
+            let mut spec = base.clone();
+            for (k, v) in combo {
+                spec.params.insert(k, scalar(&v));
+            }
+            // Fail now, not in the middle of a sweep, on an unknown policy or parameter.
+            dlsim_policies::build(&spec.canonical()).map_err(|e| ("policies", e.to_string()))?;
+            out.push((spec.canonical(), reference.canonical()));
+        }
+    }
+    Ok(out)
+}
+
+fn seeds(file: &SweepFile) -> Result<Vec<u64>, String> {
+    let seeds = match &file.seeds {
+        Seeds::Count(0) => return Err("need at least one seed".into()),
+        Seeds::Count(n) => {
+            let streams = RngStreams::new(file.seed);
+            (0..u64::from(*n))
+                .map(|k| u64::from(streams.substream("sweep-replicate", k).next_u32()))
+                .collect()
+        }
+        Seeds::List(l) => l.clone(),
+    };
+    let mut sorted = seeds.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != seeds.len() || seeds.is_empty() {
+        return Err("seeds must be non-empty and distinct".into());
+    }
+    Ok(seeds)
+}
+
+/// The cartesian product of `axes` (keys in order, values in listed order).
+fn product(axes: &BTreeMap<String, Vec<Value>>) -> Vec<BTreeMap<String, Value>> {
+    let mut out = vec![BTreeMap::new()];
+    for (key, values) in axes {
+        out = out
+            .into_iter()
+            .flat_map(|partial| {
+                values.iter().map(move |v| {
+                    let mut next = partial.clone();
+                    next.insert(key.clone(), v.clone());
+                    next
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// `policy__key=value__s<seed>`, with every character outside `[A-Za-z0-9._=+-]` as `_`.
+pub fn run_id(policy: &str, params: &BTreeMap<String, Value>, seed: u64) -> String {
+    let mut id = slug(policy);
+    for (k, v) in params {
+        id.push_str("__");
+        id.push_str(&slug(&format!("{k}={}", scalar(v))));
+    }
+    format!("{id}__s{seed}")
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._=+-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Sets `a.b.c` in a JSON object, creating objects on the way.
+fn set_dotted(root: &mut Value, key: &str, value: Value) {
+    let mut cur = root;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Default::default());
+        }
+        let obj = cur.as_object_mut().expect("made an object above");
+        if i + 1 == parts.len() {
+            obj.insert(part.to_string(), value);
+            return;
+        }
+        cur = obj
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shards_partition_the_grid() {
+        let s = Shard::parse("1/3").unwrap();
+        let taken: Vec<usize> = (0..7).filter(|&j| s.contains(j)).collect();
+        assert_eq!(taken, [1, 4]);
+        assert!(Shard::parse("3/3").is_err());
+        assert!(Shard::parse("x").is_err());
+    }
+
+    #[test]
+    fn dotted_keys_create_objects() {
+        let mut v = json!({"faults": {"a": 1}});
+        set_dotted(&mut v, "faults.pod_failure_per_day", json!(0.1));
+        set_dotted(&mut v, "recovery.reload_s", json!(5));
+        assert_eq!(
+            v,
+            json!({"faults": {"a": 1, "pod_failure_per_day": 0.1}, "recovery": {"reload_s": 5}})
+        );
+    }
+
+    #[test]
+    fn run_ids_are_file_name_safe() {
+        let mut p = BTreeMap::new();
+        p.insert("faults.x".to_string(), json!(0.5));
+        assert_eq!(
+            run_id("a[b=1,c=x y]", &p, 7),
+            "a_b=1_c=x_y___faults.x=0.5__s7"
+        );
+    }
+
+    #[test]
+    fn product_keeps_listed_order() {
+        let mut axes = BTreeMap::new();
+        axes.insert("a".to_string(), vec![json!(1), json!(2)]);
+        axes.insert("b".to_string(), vec![json!("x"), json!("y")]);
+        let labels: Vec<String> = product(&axes).iter().map(group_label).collect();
+        assert_eq!(labels, ["a=1,b=x", "a=1,b=y", "a=2,b=x", "a=2,b=y"]);
+    }
+}

@@ -2,6 +2,7 @@
 //! into validated inputs (a loaded `Scenario`, a built policy) before anything runs, so
 //! every bad input fails early with exit code 2 and no output files.
 
+mod check;
 mod replay;
 mod sweep;
 mod trace;
@@ -53,6 +54,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Combine the shard folders of one sweep and write its tables.
     Merge(sweep::MergeArgs),
+    /// Compare runs or sweeps with golden metrics; exit 1 on a regression (--bless records).
+    Check(check::CheckArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -75,6 +78,7 @@ where
         Command::Trace(cmd) => trace::run(cmd),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::merge(&args),
+        Command::Check(args) => check::run(&args),
         Command::Calibrate(args) => {
             dlsim_kernel::calibrate::run_cli(&args)?;
             Ok(ExitCode::SUCCESS)

@@ -7,3 +7,4 @@ mod faults;
 mod importers;
 mod simulation;
 mod support;
+mod sweep;

@@ -3,11 +3,13 @@
 //! - [`sweep`]: sweep files and their grid of points (pure: same file, same points and seeds).
 //! - [`exec`]: running, resuming, merging and summarising a sweep folder.
 //! - [`results`]: the per-run results table and the seed-paired ablation statistics.
+//! - [`check`]: baseline files of golden metrics, tolerances, and the regression diff.
 //! - [`table`]: a typed table rendered as Markdown, HTML, CSV and Parquet (polars).
 //!
 //! Polars lives only in this crate, with its eager API (no `lazy`, which pulls in a cloud
 //! stack), so the simulator's own crates build without it.
 
+pub mod check;
 pub mod exec;
 pub mod results;
 pub mod sweep;

@@ -1,0 +1,294 @@
+//! Regression checks against committed golden metrics (`reports/baselines/NAME.json`).
+//!
+//! A baseline file holds, per run label (a policy spec for a single run, a run id for a
+//! sweep), the scenario name, seed and metric values of a blessed run, plus per-metric
+//! tolerances: which direction is worse and how far it may move (`max(abs, rel x |golden|)`).
+//! A change beyond the tolerance in the worse direction is a regression; beyond it in the
+//! better direction it is reported as an improvement, so the baseline can be re-blessed.
+//! The simulator is deterministic, so an unchanged build reproduces the golden values
+//! exactly; tolerances only absorb deliberate small model changes.
+
+use crate::table::{Cell, Table};
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Worse {
+    Higher,
+    Lower,
+}
+
+/// How far a metric may move before it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub worse: Worse,
+    #[serde(default)]
+    pub abs: f64,
+    #[serde(default)]
+    pub rel: f64,
+}
+
+/// One blessed run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Golden {
+    pub scenario: String,
+    pub seed: u64,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// A baseline file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    pub format: String,
+    pub version: u32,
+    /// How to reproduce the runs, for people: e.g. the scenario file CI replays.
+    #[serde(default)]
+    pub note: String,
+    pub tolerances: BTreeMap<String, Tolerance>,
+    pub runs: BTreeMap<String, Golden>,
+}
+
+impl Default for Baseline {
+    fn default() -> Self {
+        let t = |worse, abs, rel| Tolerance { worse, abs, rel };
+        let tolerances = [
+            ("jct_median_s", t(Worse::Higher, 0.0, 0.02)),
+            ("jct_mean_s", t(Worse::Higher, 0.0, 0.02)),
+            ("jct_p90_s", t(Worse::Higher, 0.0, 0.05)),
+            ("jcr", t(Worse::Lower, 0.005, 0.0)),
+            ("jobs_failed", t(Worse::Higher, 2.0, 0.0)),
+            ("cluster_cpu_util", t(Worse::Lower, 0.01, 0.0)),
+            ("cluster_mem_util", t(Worse::Lower, 0.01, 0.0)),
+        ];
+        Baseline {
+            format: "dlsim-baseline".into(),
+            version: 1,
+            note: String::new(),
+            tolerances: tolerances
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            runs: BTreeMap::new(),
+        }
+    }
+}
+
+impl Baseline {
+    pub fn load(path: &Path) -> Result<Baseline, dlsim_traces::InputError> {
+        use dlsim_traces::InputError;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            InputError::new(
+                path,
+                format!("cannot read baseline: {e} (create one with --bless)"),
+            )
+        })?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let b: Baseline =
+            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        if b.format != "dlsim-baseline" || b.version != 1 {
+            return Err(InputError::new(path, "expected a dlsim-baseline v1 file").field("format"));
+        }
+        Ok(b)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("baseline serialises") + "\n"
+    }
+
+    /// Records `summary` as the golden values of `label`.
+    pub fn bless(&mut self, label: &str, summary: &Value) {
+        let metrics = self
+            .tolerances
+            .keys()
+            .filter_map(|k| {
+                summary
+                    .get(k)
+                    .and_then(Value::as_f64)
+                    .map(|v| (k.clone(), v))
+            })
+            .collect();
+        self.runs
+            .insert(label.to_string(), golden_of(summary, metrics));
+    }
+}
+
+fn golden_of(summary: &Value, metrics: BTreeMap<String, f64>) -> Golden {
+    Golden {
+        scenario: summary["scenario"].as_str().unwrap_or_default().to_string(),
+        seed: summary["seed"].as_u64().unwrap_or_default(),
+        metrics,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Improved,
+    Regressed,
+    /// The run lacks a metric the baseline has.
+    Missing,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Improved => "improved",
+            Status::Regressed => "REGRESSED",
+            Status::Missing => "MISSING",
+        }
+    }
+}
+
+/// One metric of one run against its golden value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diff {
+    pub label: String,
+    pub metric: String,
+    pub golden: f64,
+    pub actual: f64,
+    pub allowed: f64,
+    pub status: Status,
+}
+
+/// Compares one run's summary with its golden values. Fails when the run was made under
+/// other conditions (scenario or seed) than the blessed one.
+pub fn compare(base: &Baseline, label: &str, summary: &Value) -> anyhow::Result<Vec<Diff>> {
+    let Some(golden) = base.runs.get(label) else {
+        bail!("no golden values for `{label}`");
+    };
+    let here = golden_of(summary, BTreeMap::new());
+    if here.scenario != golden.scenario || here.seed != golden.seed {
+        bail!(
+            "`{label}` ran scenario `{}` seed {}, but its baseline is scenario `{}` seed {}",
+            here.scenario,
+            here.seed,
+            golden.scenario,
+            golden.seed
+        );
+    }
+    let mut out = Vec::new();
+    for (metric, &gold) in &golden.metrics {
+        let Some(tol) = base.tolerances.get(metric) else {
+            continue;
+        };
+        let allowed = tol.abs.max(tol.rel * gold.abs());
+        let actual = summary.get(metric).and_then(Value::as_f64);
+        let status = match actual {
+            None => Status::Missing,
+            Some(a) => {
+                let worse_by = match tol.worse {
+                    Worse::Higher => a - gold,
+                    Worse::Lower => gold - a,
+                };
+                if worse_by > allowed + 1e-12 {
+                    Status::Regressed
+                } else if -worse_by > allowed + 1e-12 {
+                    Status::Improved
+                } else {
+                    Status::Ok
+                }
+            }
+        };
+        out.push(Diff {
+            label: label.to_string(),
+            metric: metric.clone(),
+            golden: gold,
+            actual: actual.unwrap_or(f64::NAN),
+            allowed,
+            status,
+        });
+    }
+    Ok(out)
+}
+
+/// The diff table printed by `dlsim check`.
+pub fn diff_table(diffs: &[Diff]) -> Table {
+    let mut t = Table::new(
+        "check",
+        "Metrics against the baseline",
+        &[
+            "run",
+            "metric",
+            "golden",
+            "actual",
+            "change",
+            "tolerance",
+            "status",
+        ],
+    );
+    for d in diffs {
+        let change = if d.golden.abs() > 0.0 {
+            format!("{:+.2}%", 100.0 * (d.actual - d.golden) / d.golden.abs())
+        } else {
+            format!("{:+}", d.actual - d.golden)
+        };
+        t.push(vec![
+            d.label.clone().into(),
+            d.metric.clone().into(),
+            Cell::Num(d.golden),
+            Cell::Num(d.actual),
+            change.into(),
+            format!("±{}", crate::table::shown(&Cell::Num(d.allowed))).into(),
+            d.status.as_str().into(),
+        ]);
+    }
+    t
+}
+
+/// The runs to check under a path: a sweep folder gives each run by its id, a run folder
+/// gives itself by its policy spec.
+pub fn runs_under(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
+    let read = |p: &Path| -> anyhow::Result<Value> {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+    };
+    if path.join("sweep.json").is_file() {
+        let plan = crate::exec::read_plan(path)?;
+        return crate::exec::collect(path, &plan)?
+            .into_iter()
+            .map(|r| Ok((r.point.id, r.summary)))
+            .collect();
+    }
+    let summary = read(&path.join("summary.json")).with_context(|| {
+        format!(
+            "{} is neither a run folder (summary.json) nor a sweep folder (sweep.json)",
+            path.display()
+        )
+    })?;
+    let label = summary["policy"].as_str().unwrap_or_default().to_string();
+    Ok(vec![(label, summary)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flags_regressions_beyond_tolerance_only() {
+        let mut base = Baseline::default();
+        let run = json!({"scenario": "q", "seed": 1, "jct_median_s": 1000.0, "jcr": 0.9});
+        base.bless("static", &run);
+        let same = compare(&base, "static", &run).unwrap();
+        assert!(same.iter().all(|d| d.status == Status::Ok), "{same:?}");
+        let slower = json!({"scenario": "q", "seed": 1, "jct_median_s": 1030.0, "jcr": 0.9});
+        let d = compare(&base, "static", &slower).unwrap();
+        let jct = d.iter().find(|d| d.metric == "jct_median_s").unwrap();
+        assert_eq!(jct.status, Status::Regressed);
+        let better = json!({"scenario": "q", "seed": 1, "jct_median_s": 900.0, "jcr": 0.903});
+        let d = compare(&base, "static", &better).unwrap();
+        let s: Vec<_> = d.iter().map(|d| (d.metric.as_str(), d.status)).collect();
+        assert_eq!(s, [("jcr", Status::Ok), ("jct_median_s", Status::Improved)]);
+        let other_seed = json!({"scenario": "q", "seed": 2});
+        assert!(compare(&base, "static", &other_seed).is_err());
+    }
+}

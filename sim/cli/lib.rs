@@ -4,6 +4,7 @@
 
 mod check;
 mod replay;
+mod report;
 mod sweep;
 mod trace;
 
@@ -56,6 +57,8 @@ enum Command {
     Merge(sweep::MergeArgs),
     /// Compare runs or sweeps with golden metrics; exit 1 on a regression (--bless records).
     Check(check::CheckArgs),
+    /// Aggregate runs or sweeps into report.md, a self-contained report.html, tables and figures.
+    Report(report::ReportArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -79,6 +82,7 @@ where
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::merge(&args),
         Command::Check(args) => check::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Calibrate(args) => {
             dlsim_kernel::calibrate::run_cli(&args)?;
             Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@ mod cli;
 mod determinism;
 mod faults;
 mod importers;
+mod report;
 mod simulation;
 mod support;
 mod sweep;

@@ -4,13 +4,18 @@
 //! - [`exec`]: running, resuming, merging and summarising a sweep folder.
 //! - [`results`]: the per-run results table and the seed-paired ablation statistics.
 //! - [`check`]: baseline files of golden metrics, tolerances, and the regression diff.
+//! - [`aggregate`], [`figures`], [`render`]: `dlsim report`, from run folders to tables,
+//!   figures, `report.md` and a self-contained `report.html`.
 //! - [`table`]: a typed table rendered as Markdown, HTML, CSV and Parquet (polars).
 //!
 //! Polars lives only in this crate, with its eager API (no `lazy`, which pulls in a cloud
 //! stack), so the simulator's own crates build without it.
 
+pub mod aggregate;
 pub mod check;
 pub mod exec;
+pub mod figures;
+pub mod render;
 pub mod results;
 pub mod sweep;
 pub mod table;

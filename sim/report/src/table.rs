@@ -178,7 +178,7 @@ pub fn shown(c: &Cell) -> String {
         Cell::Num(x) if !x.is_finite() => "n/a".into(),
         Cell::Num(x) if x.abs() >= 1000.0 => format!("{x:.0}"),
         Cell::Num(x) if x.abs() >= 10.0 => format!("{x:.1}"),
-        Cell::Num(x) => format!("{x:.4}"),
+        Cell::Num(x) => format!("{x:.3}"),
     }
 }
 

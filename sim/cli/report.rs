@@ -1,0 +1,45 @@
+//! `dlsim report`: aggregate run folders (or sweep folders) into `report.md`, a
+//! self-contained `report.html`, tables as CSV and Parquet, and figures as PNG and SVG.
+
+use crate::BadInput;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Run folders (`dlsim replay --out`) or sweep folders (`dlsim sweep --out`).
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Policy the deltas are taken against [default: static when present, else the first].
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Output folder.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    for dir in &args.runs {
+        if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
+            return Err(BadInput(format!(
+                "{}: not a run folder (summary.json) nor a sweep folder (sweep.json)",
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    let written = dlsim_report::render::report(&args.runs, args.baseline.as_deref(), &args.out)?;
+    for h in &written.headlines {
+        println!("{}", h.replace('`', ""));
+    }
+    println!(
+        "Wrote {} and {} ({} tables, {} figure files) in {}",
+        written.markdown.display(),
+        written.html.display(),
+        written.tables.len(),
+        written.figures.len(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,265 @@
+//! The report's figures, each a PNG and an SVG drawn by `dlsim-plot`: JCT CDF per policy,
+//! cluster CPU use and allocation over time, throughput of selected jobs, and the failure
+//! breakdown.
+//!
+//! Time series come from the first run of each policy (seeds differ only in noise); the
+//! CDF pools every seed. Throughput uses `observations.csv` when a run traced it (samples/s
+//! summed over the job's workers at each sampling instant); otherwise each selected job's
+//! mean rate over its life (steps done / (end - start)), drawn as a flat segment.
+
+use crate::aggregate::{completed_jobs, floats, policies, strings, Run};
+use anyhow::Context;
+use dlsim_plot::{bar_chart, line_chart, Chart, Series};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A written figure: its file stem, caption, and PNG and SVG paths.
+pub struct Figure {
+    pub stem: String,
+    pub caption: String,
+    pub files: [PathBuf; 2],
+}
+
+/// Draws every figure into `dir`.
+pub fn draw_all(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Vec<Figure>> {
+    let mut out = vec![
+        jct_cdf(runs, dir)?,
+        timeline_figure(runs, dir, "utilisation", "cpu_used", "CPU cores in use")?,
+        timeline_figure(runs, dir, "allocation", "cpu_alloc", "CPU cores allocated")?,
+    ];
+    out.push(throughput(runs, baseline, dir)?);
+    out.push(failures(runs, dir)?);
+    Ok(out)
+}
+
+fn chart(title: &str, x: &str, y: &str) -> Chart {
+    Chart {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+    }
+}
+
+fn figure(stem: &str, caption: String, files: [PathBuf; 2]) -> Figure {
+    Figure {
+        stem: stem.into(),
+        caption,
+        files,
+    }
+}
+
+/// Empirical CDF of JCT (hours) per policy, as a step line.
+fn jct_cdf(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
+    let mut series = Vec::new();
+    for policy in policies(runs) {
+        let jobs = completed_jobs(runs, &policy)?;
+        let mut jct: Vec<f64> = floats(&jobs, "jct_s")?.iter().map(|s| s / 3600.0).collect();
+        jct.sort_by(f64::total_cmp);
+        let n = jct.len() as f64;
+        let mut points = Vec::with_capacity(2 * jct.len() + 1);
+        points.push((0.0, 0.0));
+        for (i, x) in jct.iter().enumerate() {
+            points.push((*x, i as f64 / n));
+            points.push((*x, (i + 1) as f64 / n));
+        }
+        series.push(Series {
+            name: policy,
+            points,
+        });
+    }
+    let files = line_chart(
+        &dir.join("jct_cdf"),
+        &chart(
+            "JCT CDF per policy (every seed)",
+            "JCT (hours)",
+            "fraction of completed jobs",
+        ),
+        &series,
+    )?;
+    Ok(figure(
+        "jct_cdf",
+        "JCT CDF per policy (completed jobs of every seed)".into(),
+        files,
+    ))
+}
+
+/// One timeline column over time (hours), first run of each policy.
+fn timeline_figure(
+    runs: &[Run],
+    dir: &Path,
+    stem: &str,
+    column: &str,
+    what: &str,
+) -> anyhow::Result<Figure> {
+    let mut series = Vec::new();
+    for policy in policies(runs) {
+        let run = runs
+            .iter()
+            .find(|r| r.policy == policy)
+            .expect("policy has a run");
+        let t = floats(&run.timeline, "time_s")?;
+        let y = floats(&run.timeline, column)?;
+        series.push(Series {
+            name: format!("{policy} (seed {})", run.seed),
+            points: t.iter().map(|t| t / 3600.0).zip(y).collect(),
+        });
+    }
+    let title = format!("{what} over time");
+    let files = line_chart(
+        &dir.join(stem),
+        &chart(&title, "time (hours)", what),
+        &series,
+    )?;
+    Ok(figure(
+        stem,
+        format!("Cluster {what} over time (first seed of each policy)"),
+        files,
+    ))
+}
+
+/// Up to three completed jobs of the baseline's first run: those at the 25th, 50th and
+/// 90th percentile of its JCT, so short, typical and long jobs are shown.
+fn selected_jobs(runs: &[Run], baseline: &str) -> anyhow::Result<Vec<i64>> {
+    let run = runs
+        .iter()
+        .find(|r| r.policy == baseline)
+        .unwrap_or(&runs[0]);
+    let ids = floats(&run.jobs, "id")?;
+    let status = strings(&run.jobs, "status")?;
+    let jct = strings(&run.jobs, "jct_s")?;
+    let mut done: Vec<(f64, i64)> = ids
+        .iter()
+        .zip(&status)
+        .zip(&jct)
+        .filter(|((_, s), _)| *s == "completed")
+        .filter_map(|((id, _), j)| j.parse::<f64>().ok().map(|j| (j, *id as i64)))
+        .collect();
+    done.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut out = Vec::new();
+    for q in [0.25, 0.5, 0.9] {
+        if let Some(&(_, id)) = done.get(((done.len() as f64 - 1.0) * q).round() as usize) {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn throughput(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Figure> {
+    let jobs = selected_jobs(runs, baseline)?;
+    let traced = runs.iter().all(|r| r.observations.is_some());
+    let mut series = Vec::new();
+    for policy in policies(runs) {
+        let run = runs
+            .iter()
+            .find(|r| r.policy == policy)
+            .expect("policy has a run");
+        for &job in &jobs {
+            let points = if traced {
+                observed_rate(run, job)?
+            } else {
+                mean_rate(run, job)?
+            };
+            if !points.is_empty() {
+                series.push(Series {
+                    name: format!("{policy} job {job}"),
+                    points,
+                });
+            }
+        }
+    }
+    let (y, caption) = if traced {
+        (
+            "samples/s",
+            "Throughput of selected jobs (observed samples/s summed over workers)",
+        )
+    } else {
+        (
+            "steps/s (mean over the job's life)",
+            "Throughput of selected jobs: mean steps/s from start to end (replay with observations traced for the per-interval series)",
+        )
+    };
+    let files = line_chart(
+        &dir.join("throughput"),
+        &chart("Throughput of selected jobs", "time (hours)", y),
+        &series,
+    )?;
+    Ok(figure("throughput", caption.into(), files))
+}
+
+fn mean_rate(run: &Run, job: i64) -> anyhow::Result<Vec<(f64, f64)>> {
+    let ids = floats(&run.jobs, "id")?;
+    let Some(row) = ids.iter().position(|&id| id as i64 == job) else {
+        return Ok(Vec::new());
+    };
+    let cell = |name: &str| -> anyhow::Result<Option<f64>> {
+        Ok(strings(&run.jobs, name)?[row].parse::<f64>().ok())
+    };
+    let (Some(start), Some(end), Some(steps)) =
+        (cell("start_s")?, cell("end_s")?, cell("steps_done")?)
+    else {
+        return Ok(Vec::new());
+    };
+    let rate = steps / (end - start).max(1e-9);
+    Ok(vec![(start / 3600.0, rate), (end / 3600.0, rate)])
+}
+
+fn observed_rate(run: &Run, job: i64) -> anyhow::Result<Vec<(f64, f64)>> {
+    let obs = run.observations.as_ref().context("observations")?;
+    let jobs = floats(obs, "job")?;
+    let time = floats(obs, "time_s")?;
+    let role = strings(obs, "role")?;
+    let rate = strings(obs, "samples_per_s")?;
+    let mut by_time: BTreeMap<u64, f64> = BTreeMap::new();
+    for i in 0..jobs.len() {
+        if jobs[i] as i64 == job && role[i] == "worker" {
+            if let Ok(r) = rate[i].parse::<f64>() {
+                *by_time.entry(time[i] as u64).or_default() += r;
+            }
+        }
+    }
+    Ok(by_time
+        .into_iter()
+        .map(|(t, r)| (t as f64 / 3600.0, r))
+        .collect())
+}
+
+fn failures(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
+    let mut bars = Vec::new();
+    for policy in policies(runs) {
+        let mut by_reason: BTreeMap<String, f64> = BTreeMap::new();
+        let mine: Vec<&Run> = runs.iter().filter(|r| r.policy == policy).collect();
+        for r in &mine {
+            let status = strings(&r.jobs, "status")?;
+            let reason = strings(&r.jobs, "fail_reason")?;
+            for (s, why) in status.iter().zip(reason) {
+                if s == "failed" {
+                    *by_reason.entry(why).or_default() += 1.0 / mine.len() as f64;
+                }
+            }
+        }
+        if by_reason.is_empty() {
+            bars.push((format!("{policy}: none"), 0.0));
+        }
+        bars.extend(
+            by_reason
+                .into_iter()
+                .map(|(why, n)| (format!("{policy}: {why}"), n)),
+        );
+    }
+    let files = bar_chart(
+        &dir.join("failures"),
+        &chart(
+            "Failed jobs by reason",
+            "policy: reason",
+            "failed jobs per run",
+        ),
+        &bars,
+    )?;
+    Ok(figure(
+        "failures",
+        "Failure breakdown: failed jobs by reason, mean per run".into(),
+        files,
+    ))
+}

@@ -1,0 +1,164 @@
+//! `dlsim report`: aggregate run folders and write `report.md`, a self-contained
+//! `report.html` (figures inlined as SVG, so the one file opens anywhere), every table as
+//! CSV and Parquet, and every figure as PNG and SVG.
+
+use crate::aggregate::{
+    deltas_table, failures_table, load_runs, policies, policy_stats, summary_table,
+};
+use crate::figures::{draw_all, Figure};
+use crate::table::{escape, write_text, Table};
+use anyhow::{bail, Context};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What `report` wrote.
+pub struct Written {
+    pub markdown: PathBuf,
+    pub html: PathBuf,
+    pub tables: Vec<PathBuf>,
+    pub figures: Vec<PathBuf>,
+    pub headlines: Vec<String>,
+}
+
+/// Builds the report of the runs under `inputs` into `out`. `baseline` is the policy
+/// deltas are taken against [default: `static` when present, else the first policy].
+pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow::Result<Written> {
+    let runs = load_runs(inputs)?;
+    let names = policies(&runs);
+    let baseline = match baseline {
+        Some(b) if names.iter().any(|n| n == b) => b.to_string(),
+        Some(b) => bail!(
+            "--baseline `{b}` is none of the runs' policies ({})",
+            names.join(", ")
+        ),
+        None if names.iter().any(|n| n == "static") => "static".into(),
+        None => names[0].clone(),
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let stats = names
+        .iter()
+        .map(|p| policy_stats(&runs, p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (deltas, headlines) = deltas_table(&stats, &baseline);
+    let tables = vec![summary_table(&stats), deltas, failures_table(&runs)?];
+    let mut table_files = Vec::new();
+    for t in &tables {
+        table_files.extend(t.write(out)?);
+    }
+    let figures = draw_all(&runs, &baseline, out)?;
+    let sources: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} ({}, seed {})", r.dir.display(), r.policy, r.seed))
+        .collect();
+    let doc = Doc {
+        baseline: &baseline,
+        headlines: &headlines,
+        tables: &tables,
+        figures: &figures,
+        sources: &sources,
+    };
+    let markdown = out.join("report.md");
+    write_text(&markdown, &doc.markdown())?;
+    let html = out.join("report.html");
+    write_text(&html, &doc.html()?)?;
+    Ok(Written {
+        markdown,
+        html,
+        tables: table_files,
+        figures: figures.iter().flat_map(|f| f.files.clone()).collect(),
+        headlines,
+    })
+}
+
+struct Doc<'a> {
+    baseline: &'a str,
+    headlines: &'a [String],
+    tables: &'a [Table],
+    figures: &'a [Figure],
+    sources: &'a [String],
+}
+
+impl Doc<'_> {
+    fn markdown(&self) -> String {
+        let mut md = String::from("# dlsim report\n\n");
+        writeln!(md, "Baseline policy: `{}`.\n", self.baseline).unwrap();
+        for h in self.headlines {
+            writeln!(md, "- {h}").unwrap();
+        }
+        for t in self.tables {
+            writeln!(
+                md,
+                "\n## {}\n\n{}\nData: `{}.csv`, `{2}.parquet`",
+                t.title,
+                t.markdown(),
+                t.name
+            )
+            .unwrap();
+        }
+        md.push_str("\n## Figures\n");
+        for f in self.figures {
+            writeln!(
+                md,
+                "\n### {}\n\n![{}]({}.png) ([SVG]({}.svg))",
+                f.caption, f.stem, f.stem, f.stem
+            )
+            .unwrap();
+        }
+        md.push_str("\n## Runs\n\n");
+        for s in self.sources {
+            writeln!(md, "- {s}").unwrap();
+        }
+        md
+    }
+
+    fn html(&self) -> anyhow::Result<String> {
+        let mut h = String::from(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <title>dlsim report</title>\n<style>\
+             body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\
+             table{border-collapse:collapse;margin:1em 0;font-size:0.9em}\
+             th,td{border:1px solid #ccc;padding:3px 8px}th{background:#f3f3f3}\
+             td.n{text-align:right;font-variant-numeric:tabular-nums}\
+             figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
+             </style></head><body>\n<h1>dlsim report</h1>\n",
+        );
+        writeln!(
+            h,
+            "<p>Baseline policy: <code>{}</code>.</p>",
+            escape(self.baseline)
+        )?;
+        if !self.headlines.is_empty() {
+            h.push_str("<ul>\n");
+            for l in self.headlines {
+                writeln!(h, "<li>{}</li>", escape(&l.replace('`', "")))?;
+            }
+            h.push_str("</ul>\n");
+        }
+        for t in self.tables {
+            writeln!(
+                h,
+                "<h2>{}</h2>\n{}<p>Data: <code>{}.csv</code>, <code>{2}.parquet</code></p>",
+                escape(&t.title),
+                t.html(),
+                escape(&t.name)
+            )?;
+        }
+        h.push_str("<h2>Figures</h2>\n");
+        for f in self.figures {
+            let svg = std::fs::read_to_string(&f.files[1])
+                .with_context(|| format!("reading {}", f.files[1].display()))?;
+            let svg = svg.trim_start_matches(|c| c != '<');
+            writeln!(
+                h,
+                "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
+                escape(&f.caption)
+            )?;
+        }
+        h.push_str("<h2>Runs</h2>\n<ul>\n");
+        for s in self.sources {
+            writeln!(h, "<li>{}</li>", escape(s))?;
+        }
+        h.push_str("</ul>\n</body></html>\n");
+        Ok(h)
+    }
+}

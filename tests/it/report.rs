@@ -1,0 +1,123 @@
+//! `dlsim report` on a two-policy run set writes every table (CSV and Parquet), every
+//! figure (PNG and SVG), `report.md` with deltas against the baseline, and a
+//! self-contained `report.html`.
+//!
+//! The second policy is the first one's run relabelled with a longer JCT for every job,
+//! so the test does not depend on which policies exist or how well they do.
+
+use crate::support::*;
+use std::path::Path;
+
+/// Relabels the run in `dir` as `policy` and makes every completed job 50% slower.
+fn relabel_slower(dir: &Path, policy: &str) {
+    let path = dir.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    summary["policy"] = serde_json::json!(policy);
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let jobs = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+    let mut lines = jobs.lines();
+    let header = lines.next().unwrap();
+    let jct = header.split(',').position(|c| c == "jct_s").unwrap();
+    let mut out = format!("{header}\n");
+    for line in lines {
+        let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+        if let Ok(x) = cells[jct].parse::<f64>() {
+            cells[jct] = format!("{:.4}", x * 1.5);
+        }
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    std::fs::write(dir.join("jobs.csv"), out).unwrap();
+}
+
+#[test]
+fn two_policy_report_has_every_table_and_figure() {
+    let dir = scratch("report");
+    crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
+    let (a, b) = (dir.join("static"), dir.join("slower"));
+    for out in [&a, &b] {
+        let o = dlsim(&[
+            "replay",
+            path_str(&dir.join("tiny.json")),
+            "--out",
+            path_str(out),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    relabel_slower(&b, "slower");
+    let out = dir.join("report");
+    let o = dlsim(&[
+        "report",
+        path_str(&a),
+        path_str(&b),
+        "--baseline",
+        "static",
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("+50% median JCT"), "{}", stdout(&o));
+    for table in ["summary", "deltas", "failures"] {
+        for ext in ["csv", "parquet"] {
+            let f = out.join(format!("{table}.{ext}"));
+            assert!(std::fs::metadata(&f).unwrap().len() > 20, "{f:?}");
+        }
+    }
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(
+        summary.starts_with("policy,runs,jobs,completed,failed,JCR,"),
+        "{summary}"
+    );
+    assert_eq!(summary.lines().count(), 3, "a header and two policies");
+    let figures = [
+        "jct_cdf",
+        "utilisation",
+        "allocation",
+        "throughput",
+        "failures",
+    ];
+    for fig in figures {
+        assert!(
+            std::fs::metadata(out.join(format!("{fig}.png")))
+                .unwrap()
+                .len()
+                > 1_000
+        );
+        assert!(std::fs::read_to_string(out.join(format!("{fig}.svg")))
+            .unwrap()
+            .starts_with("<svg"));
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("`slower`: +50% median JCT"), "{md}");
+    for fig in figures {
+        assert!(
+            md.contains(&format!("]({fig}.png)")),
+            "report.md shows {fig}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("<svg").count(),
+        figures.len(),
+        "figures inlined"
+    );
+    assert!(
+        !html.contains("src="),
+        "nothing outside the file is referenced"
+    );
+    assert!(html.contains("<table>") && html.ends_with("</html>\n"));
+
+    // An unknown baseline is refused.
+    let o = dlsim(&[
+        "report",
+        path_str(&a),
+        "--baseline",
+        "nope",
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+}

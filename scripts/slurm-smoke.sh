@@ -34,7 +34,9 @@ fi
 # --- dlsim ---------------------------------------------------------------------------
 if [ -z "${DLSIM:-}" ]; then
     cargo build -q --bin dlsim
-    DLSIM="$repo/${CARGO_TARGET_DIR:-target}/debug/dlsim"
+    target=${CARGO_TARGET_DIR:-target}
+    case $target in /*) ;; *) target="$repo/$target" ;; esac
+    DLSIM="$target/debug/dlsim"
 fi
 [ -x "$DLSIM" ] || fail "no dlsim binary at $DLSIM"
 export DLSIM

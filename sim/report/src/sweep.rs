@@ -30,7 +30,8 @@ pub struct SweepFile {
     /// A number of replicates (seeds derived from `seed`) or an explicit list of seeds.
     #[serde(default)]
     pub seeds: Seeds,
-    /// Policy specs, or `"all"` for every policy `dlsim_policies::POLICY_NAMES` lists.
+    /// Policy specs, or `"all"` for every policy `dlsim_policies::POLICY_NAMES` lists that
+    /// builds without parameters.
     pub policies: Policies,
     /// Per policy name: parameter -> values. The first value of each list is the reference
     /// ("full") configuration the ablation table compares the others with.
@@ -282,8 +283,11 @@ fn canonical(spec: &str) -> Result<String, String> {
 /// `(spec, reference spec)` for every policy variant, in order.
 fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str, String)> {
     let names: Vec<String> = match &file.policies {
+        // Every policy that builds with its default parameters; one that needs parameters
+        // must be listed with them.
         Policies::All(s) if s == "all" => dlsim_policies::POLICY_NAMES
             .iter()
+            .filter(|n| dlsim_policies::build(n).is_ok())
             .map(|s| s.to_string())
             .collect(),
         Policies::All(s) => {

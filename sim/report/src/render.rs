@@ -90,7 +90,11 @@ impl Doc<'_> {
                 md,
                 "\n## {}\n\n{}\nData: `{}.csv`, `{2}.parquet`",
                 t.title,
-                t.markdown(),
+                if t.rows.is_empty() {
+                    "(none)\n".to_string()
+                } else {
+                    t.markdown()
+                },
                 t.name
             )
             .unwrap();
@@ -138,8 +142,12 @@ impl Doc<'_> {
             writeln!(
                 h,
                 "<h2>{}</h2>\n{}<p>Data: <code>{}.csv</code>, <code>{2}.parquet</code></p>",
-                escape(&t.title),
-                t.html(),
+                escape(&t.title.replace('`', "")),
+                if t.rows.is_empty() {
+                    "<p>(none)</p>\n".to_string()
+                } else {
+                    t.html()
+                },
                 escape(&t.name)
             )?;
         }

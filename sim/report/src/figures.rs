@@ -263,3 +263,31 @@ fn failures(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
         files,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    #[test]
+    fn observed_throughput_sums_worker_samples_per_instant() {
+        let obs = df!(
+            "time_s" => [300i64, 300, 300, 600, 600],
+            "job" => [5i64, 5, 5, 5, 6],
+            "role" => ["worker", "worker", "ps", "worker", "worker"],
+            "samples_per_s" => [Some(1.5), Some(2.0), Some(9.0), None, Some(4.0)],
+        )
+        .unwrap();
+        let run = Run {
+            dir: PathBuf::new(),
+            policy: "p".into(),
+            seed: 1,
+            summary: serde_json::Value::Null,
+            jobs: DataFrame::empty(),
+            timeline: DataFrame::empty(),
+            observations: Some(obs),
+        };
+        assert_eq!(observed_rate(&run, 5).unwrap(), [(300.0 / 3600.0, 3.5)]);
+        assert_eq!(observed_rate(&run, 6).unwrap(), [(600.0 / 3600.0, 4.0)]);
+    }
+}

@@ -5,7 +5,7 @@ use dlsim_model::faults::{FaultConfig, RecoveryConfig};
 use dlsim_model::perf::{self, PerfInputs, PsCond, ThroughputParams, WorkerCond};
 use dlsim_model::policy::JobPhase;
 use dlsim_model::scenario::{
-    ClusterSpec, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
+    CalibrationSource, ClusterSpec, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
 };
 use dlsim_model::{Node, Resources, Scenario};
 use dlsim_traces::{JobSpec, ModelKind};
@@ -64,6 +64,8 @@ fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Sce
         },
         truth: TruthSettings {
             job_variation_sigma: 0.0,
+            // The hand-computed figures below use the built-in parameters.
+            calibration: CalibrationSource::Builtin,
             ..TruthSettings::default()
         },
         faults,

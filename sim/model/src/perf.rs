@@ -10,18 +10,23 @@
 
 use dlsim_traces::ModelKind;
 
+pub mod calibration;
+
 /// The alpha/beta parameters of the throughput model for one model kind. One type for
 /// the whole project: `dlsim-fit` fits it, the simulator uses it as the hidden truth.
 pub use dlsim_fit::ThroughputParams;
 
-/// Built-in defaults, used when no calibration file is given.
+/// Built-in (hand-set) parameters: the truth of a scenario with `truth.calibration` set to
+/// `"builtin"` or `null`, and of kinds a calibration file does not cover. By default the
+/// truth comes from the shipped kernel calibration through the unit contract
+/// ([`calibration`]).
 ///
 /// Source: hand-set so that the DLRover paper's "well-tuned" configurations (Table 2:
 /// W&D 8 PS x 16 cores with 24 workers x 3 cores; xDeepFM 2 PS x 16 with 8 x 20) reach
 /// the throughput its Table 1 reports for them (~210 and ~48 steps/s at batch 512), with
 /// W&D's time dominated by PS update and embedding lookup (I/O-bound) and xDeepFM's by
-/// gradient compute (compute-bound). DCN sits between the two (assumption). A
-/// calibration from the real kernel (`dlsim calibrate`) replaces these.
+/// gradient compute (compute-bound). DCN sits between the two (assumption). Tests with
+/// hand-computed figures use these explicitly.
 pub fn default_params(kind: ModelKind) -> ThroughputParams {
     match kind {
         ModelKind::WideDeep => ThroughputParams {

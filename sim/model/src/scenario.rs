@@ -133,14 +133,48 @@ pub struct TruthSettings {
     pub bandwidth_mb_s: f64,
     /// A GPU worker computes gradients as fast as this many CPU cores (assumption).
     pub gpu_core_equiv: f64,
-    /// Per-kind throughput parameters overriding the built-in defaults.
+    /// Per-kind throughput parameters; they win over the calibration and the defaults.
     pub params: BTreeMap<ModelKind, ThroughputParams>,
-    /// A calibration file from `dlsim calibrate` (relative to the scenario); its fitted
-    /// kinds replace the defaults (explicit `params` still win).
-    pub calibration: Option<PathBuf>,
-    /// Multiplies every calibrated alpha and beta: the kernel's model is far smaller than a
-    /// production one, so its iteration times are shorter by roughly this factor.
+    /// Where the truth of the other kinds comes from: by default the shipped kernel
+    /// calibration through the unit contract (`perf::calibration`); `"builtin"` or `null`
+    /// for the hand-set `perf::default_params`; or a `dlsim calibrate` file (relative to
+    /// the scenario). Kinds a calibration does not cover keep the built-in defaults.
+    pub calibration: CalibrationSource,
+    /// Multiplies every calibrated alpha and beta after the contract (default 1: the
+    /// contract already anchors the level to DLRover's published throughput).
     pub calibration_time_scale: f64,
+}
+
+/// The source of the calibrated truth (`truth.calibration`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum CalibrationSource {
+    /// `"builtin"` or `null`: `perf::default_params` for every kind.
+    Builtin,
+    /// `"shipped"` (the default): `reports/calibration/default.json`, embedded in the binary.
+    #[default]
+    Shipped,
+    /// A calibration file, relative to the scenario's folder.
+    File(PathBuf),
+}
+
+impl Serialize for CalibrationSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CalibrationSource::Builtin => s.serialize_str("builtin"),
+            CalibrationSource::Shipped => s.serialize_str("shipped"),
+            CalibrationSource::File(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CalibrationSource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<String>::deserialize(d)?.as_deref() {
+            None | Some("builtin") => CalibrationSource::Builtin,
+            Some("shipped") => CalibrationSource::Shipped,
+            Some(path) => CalibrationSource::File(PathBuf::from(path)),
+        })
+    }
 }
 
 impl Default for TruthSettings {
@@ -150,18 +184,27 @@ impl Default for TruthSettings {
             bandwidth_mb_s: 1_250.0,
             gpu_core_equiv: 24.0,
             params: BTreeMap::new(),
-            calibration: None,
+            calibration: CalibrationSource::Shipped,
             calibration_time_scale: 1.0,
         }
     }
 }
 
 impl TruthSettings {
+    /// The truth of `kind`: explicit `params`, else the calibration's (a file's kinds were
+    /// merged into `params` by [`Scenario::load`]), else the built-in defaults.
     pub fn params_for(&self, kind: ModelKind) -> ThroughputParams {
-        self.params
-            .get(&kind)
-            .copied()
-            .unwrap_or_else(|| crate::perf::default_params(kind))
+        if let Some(p) = self.params.get(&kind) {
+            return *p;
+        }
+        let shipped = match self.calibration {
+            CalibrationSource::Shipped => crate::perf::calibration::shipped_truth().get(&kind),
+            CalibrationSource::Builtin | CalibrationSource::File(_) => None,
+        };
+        match shipped {
+            Some(p) => crate::perf::scaled(p, self.calibration_time_scale),
+            None => crate::perf::default_params(kind),
+        }
     }
 }
 
@@ -222,12 +265,12 @@ impl Scenario {
             }
         }
         let mut file = file;
-        if let Some(cal) = file.truth.calibration.clone() {
-            let scale = file.truth.calibration_time_scale;
-            if !(scale.is_finite() && scale > 0.0) {
-                return Err(at("truth.calibration_time_scale", "must be > 0".into()));
-            }
-            for (kind, params) in load_calibration(&base.join(cal))? {
+        let scale = file.truth.calibration_time_scale;
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(at("truth.calibration_time_scale", "must be > 0".into()));
+        }
+        if let CalibrationSource::File(cal) = &file.truth.calibration {
+            for (kind, params) in load_calibrated_truth(&base.join(cal))? {
                 file.truth
                     .params
                     .entry(kind)
@@ -269,41 +312,25 @@ impl Scenario {
     }
 }
 
-/// Reads the fitted per-kind parameters of a `dlsim calibrate` output file.
+/// Reads the raw fitted per-kind parameters of a `dlsim calibrate` output file (the
+/// kernel's scale, before the unit contract).
 pub fn load_calibration(path: &Path) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
-    #[derive(Deserialize)]
-    struct CalibrationFile {
-        format: String,
-        version: u32,
-        kinds: BTreeMap<ModelKind, ThroughputParams>,
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(path, format!("cannot read calibration: {e}")))?;
-    let de = &mut serde_json::Deserializer::from_str(&text);
-    let cal: CalibrationFile =
-        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
-    if cal.format != "dlsim-calibration" || cal.version != 1 {
-        return Err(InputError::new(
-            path,
-            format!(
-                "expected a dlsim-calibration v1 file, got `{}` v{}",
-                cal.format, cal.version
-            ),
-        )
-        .field("format"));
-    }
-    for (kind, p) in &cal.kinds {
-        let all = [
-            p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
-        ];
-        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(
-                InputError::new(path, "alphas and betas must be finite and >= 0")
-                    .field(format!("kinds.{kind}")),
-            );
-        }
-    }
-    Ok(cal.kinds)
+    let text = read_calibration(path)?;
+    Ok(crate::perf::calibration::parse(&text, path)?.kinds)
+}
+
+/// Reads a `dlsim calibrate` output file and applies the unit contract
+/// (`perf::calibration`): the simulator truth of every kind it covers.
+pub fn load_calibrated_truth(
+    path: &Path,
+) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
+    let text = read_calibration(path)?;
+    crate::perf::calibration::load_truth(&text, path)
+}
+
+fn read_calibration(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read calibration: {e}")))
 }
 
 /// The 1-based line of the first `"key"` in a JSON text, for errors on valid-but-wrong values.

@@ -250,7 +250,13 @@ pub fn copy_bandwidth_mb_s(bytes: usize, reps: usize) -> f64 {
 pub struct Machine {
     pub cores: usize,
     pub cpu_model: String,
+    /// Measured single-thread copy bandwidth (STREAM copy, read + write), MB/s.
     pub memory_bandwidth_mb_s: f64,
+    /// The bandwidth `B` (MB/s) every measurement's config and the fit used: the file's own
+    /// declared unit for `a_sync`. The kernel has no network, so this is the memory bandwidth;
+    /// the simulator's unit contract (`dlsim_model::perf::calibration`) rescales `a_sync` by
+    /// its network bandwidth over this value.
+    pub bandwidth_mb_s: f64,
     pub build: String,
     pub os: String,
 }
@@ -266,10 +272,12 @@ impl Machine {
                     .map(|m| m.trim().to_string())
             })
             .unwrap_or_else(|| "unknown".into());
+        let memory_bandwidth_mb_s = copy_bandwidth_mb_s(64 << 20, 5);
         Machine {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cpu_model,
-            memory_bandwidth_mb_s: copy_bandwidth_mb_s(64 << 20, 5),
+            memory_bandwidth_mb_s,
+            bandwidth_mb_s: memory_bandwidth_mb_s,
             build: if cfg!(debug_assertions) {
                 "debug"
             } else {

@@ -156,7 +156,7 @@ pub fn run(
             .kinds
             .get(*ki)
             .context("grid point names an unknown kind")?;
-        let m = measure(kind, pt, machine.memory_bandwidth_mb_s, plan.seed)?;
+        let m = measure(kind, pt, machine.bandwidth_mb_s, plan.seed)?;
         progress(&format!(
             "[{}/{}] {} w={} p={} lw={} lp={} -> {:.0} samples/s (wall {:.0})",
             i + 1,
@@ -202,7 +202,7 @@ pub fn run(
             .kinds
             .get(*ki)
             .context("scan point names an unknown kind")?;
-        let m = measure(kind, pt, cal.machine.memory_bandwidth_mb_s, plan.seed)?;
+        let m = measure(kind, pt, cal.machine.bandwidth_mb_s, plan.seed)?;
         let p = cal.kinds[&kind.name];
         progress(&format!(
             "[scan] {} m={} D={} -> {:.0} samples/s, model {:.0}",

@@ -1,0 +1,445 @@
+//! The unit contract: how a kernel calibration (`dlsim calibrate`, `reports/calibration/`)
+//! becomes the simulator's hidden ground truth. Loading a calibration is the fallible layer
+//! (every problem is an [`InputError`] naming file, line and field); the contract itself is a
+//! pure function of the file.
+//!
+//! The kernel's fit is written in the model's units (seconds, samples, cores, MB, MB/s,
+//! dimensions) but on the kernel's own scale: its `B` is the calibration machine's memory
+//! bandwidth, its batch `m` and embedding dimension `D` are the kernel kind's, and its code is
+//! a small in-process Rust kernel, not a production TensorFlow job. Three steps map the fitted
+//! `(a, b)` of each model kind to the truth:
+//!
+//! 1. **Units and reference workload** ([`to_reference_units`]).
+//!    - `a_sync' = a_sync * B_ref / B_cal`, with `B_cal` the file's `machine.bandwidth_mb_s`
+//!      (the `B` its fit used) and `B_ref` = [`REFERENCE_BANDWIDTH_MB_S`], the simulator's
+//!      default 10 Gb/s network: the same bytes take the same sync time. (A scenario with
+//!      another `truth.bandwidth_mb_s` then scales `T_sync` by `B_ref / B`, as it should.)
+//!    - `a_upd' = a_upd * m_ref (D_ref + 1) / (m_cal (D_cal + 1))`: a push carries one row of
+//!      `D + 1` floats per ID of the batch (the calibration's `m x D` scan), work the formula
+//!      `a_upd w / (p lambda_p)` does not carry. `m_cal`, `D_cal` are the file's
+//!      `models.<kind>.batch` and `emb_dim`; `(m_ref, D_ref)` = ([`REFERENCE_BATCH`],
+//!      [`REFERENCE_EMB_DIM`]), the anchor jobs' (DLRover: batch 512).
+//!    - `T_grad` and `T_emb` carry `m` and `D` themselves; betas are per-iteration constants
+//!      and stay as measured.
+//! 2. **Production factors** ([`Factors`], [`with_factors`]). Worker compute (`a_grad`,
+//!    `b_grad`) is multiplied by `k_w`; PS-side work (`a_upd`, `b_upd`, `a_emb`, `b_emb`) by
+//!    `k_ps`; the dense sync keeps factor 1 (it is a transfer whose bandwidth the scenario
+//!    states). `k_w` stands for the production model's heavier per-sample compute (the
+//!    kernel's kinds are small MLPs, without xDeepFM's CIN or DCN's cross layers); `k_ps` for
+//!    a TensorFlow PS's RPC and hash-table costs against the kernel's in-process ones. Scaling
+//!    a term's slope and intercept together keeps its measured shape.
+//! 3. **Anchoring** ([`anchor_factors`]). For a kind with a published anchor ([`ANCHORS`]:
+//!    DLRover Table 2's well-tuned configuration and the throughput Table 1 reports for it),
+//!    `k_w` and `k_ps` solve two equations at that configuration, with `G`, `P`, `S` the
+//!    step-1 `T_grad`, `T_upd + T_emb` and `T_sync` there:
+//!    - *level*: `k_w G + k_ps P + S = w / R` (`R` steps/s), so the anchor reaches R;
+//!    - *well-tuned*: moving one core between the worker side and the PS side leaves the
+//!      iteration time unchanged (DLRover tuned these configurations "until it almost reaches
+//!      the best throughput", both at about C_total = 200 cores):
+//!      `k_w a_grad m / (w lambda_w^2) = k_ps a_upd' w / (p^2 lambda_p^2)`.
+//!      If the fit has `a_grad = 0` or `a_upd = 0` this condition is degenerate and one common
+//!      factor is used (`k_w = k_ps`).
+//!
+//!    Kinds without a published anchor (DCN) take the geometric mean of the anchored kinds'
+//!    factors (assumption: it sits between W&D and xDeepFM, as the built-in defaults did).
+//!
+//! Result: within each term the truth keeps the kernel's measured shape (slope vs intercept,
+//! hence its scaling in `w`, `p`, `lambda_w`, `lambda_p`, `m`, `D`), the split between worker
+//! and PS work follows from the well-tuned configuration, and the level is DLRover's published
+//! throughput, whatever the speed of the machine that ran the kernel. Model kinds that a file
+//! does not cover keep [`super::default_params`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use dlsim_traces::{InputError, ModelKind};
+use serde::Deserialize;
+
+use super::{iteration_time, PerfInputs, ThroughputParams};
+
+/// `B_ref`: the network bandwidth the truth's `a_sync` is expressed against (MB/s; 10 Gb/s
+/// Ethernet, the scenario default `truth.bandwidth_mb_s`).
+pub const REFERENCE_BANDWIDTH_MB_S: f64 = 1_250.0;
+/// `m_ref`: batch size of the anchor jobs (DLRover Table 1, batch 512).
+pub const REFERENCE_BATCH: f64 = 512.0;
+/// `D_ref`: embedding dimension of the anchor jobs (assumption; the generator's most common).
+pub const REFERENCE_EMB_DIM: f64 = 16.0;
+
+/// A published operating point of one model kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Anchor {
+    pub kind: ModelKind,
+    pub workers: f64,
+    pub worker_cores: f64,
+    pub ps: f64,
+    pub ps_cores: f64,
+    /// Dense model size `M` in MB (assumption: not published).
+    pub dense_mb: f64,
+    /// Published throughput in steps/s at [`REFERENCE_BATCH`].
+    pub steps_per_s: f64,
+}
+
+impl Anchor {
+    pub fn inputs(&self) -> PerfInputs {
+        PerfInputs {
+            workers: self.workers,
+            ps: self.ps,
+            worker_cores: self.worker_cores,
+            ps_cores: self.ps_cores,
+            batch: REFERENCE_BATCH,
+            dense_mb: self.dense_mb,
+            bandwidth_mb_s: REFERENCE_BANDWIDTH_MB_S,
+            emb_dim: REFERENCE_EMB_DIM,
+        }
+    }
+}
+
+/// DLRover (earlier paper) Table 2 well-tuned configurations with Table 1's throughput:
+/// W&D 24 workers x 3 cores, 8 PS x 16 cores, 210 steps/s; xDeepFM 8 x 20, 2 x 16,
+/// 47.8 steps/s (batch 512, Criteo). The dense sizes are the assumptions `default_params`
+/// was tuned with (W&D 20 MB, xDeepFM 40 MB).
+pub const ANCHORS: [Anchor; 2] = [
+    Anchor {
+        kind: ModelKind::WideDeep,
+        workers: 24.0,
+        worker_cores: 3.0,
+        ps: 8.0,
+        ps_cores: 16.0,
+        dense_mb: 20.0,
+        steps_per_s: 210.0,
+    },
+    Anchor {
+        kind: ModelKind::Xdeepfm,
+        workers: 8.0,
+        worker_cores: 20.0,
+        ps: 2.0,
+        ps_cores: 16.0,
+        dense_mb: 40.0,
+        steps_per_s: 47.8,
+    },
+];
+
+/// One kind's fit as the calibration file gives it, with the workload it was measured at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelKind {
+    pub params: ThroughputParams,
+    /// `m_cal`, samples.
+    pub batch: f64,
+    /// `D_cal`, dimensions.
+    pub emb_dim: f64,
+}
+
+/// What the contract reads from a calibration file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelCalibration {
+    /// `B_cal`: the bandwidth (MB/s) the fit used, `machine.bandwidth_mb_s`.
+    pub bandwidth_mb_s: f64,
+    pub kinds: BTreeMap<ModelKind, KernelKind>,
+}
+
+/// Step 2's multipliers: `worker` on `T_grad`, `ps` on `T_upd` and `T_emb`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Factors {
+    pub worker: f64,
+    pub ps: f64,
+}
+
+/// Step 1: the fit with `a_sync` against [`REFERENCE_BANDWIDTH_MB_S`] and `a_upd` at the
+/// reference batch and embedding dimension.
+pub fn to_reference_units(k: &KernelKind, bandwidth_mb_s: f64) -> ThroughputParams {
+    let rows = REFERENCE_BATCH * (REFERENCE_EMB_DIM + 1.0) / (k.batch * (k.emb_dim + 1.0));
+    ThroughputParams {
+        a_sync: k.params.a_sync * REFERENCE_BANDWIDTH_MB_S / bandwidth_mb_s,
+        a_upd: k.params.a_upd * rows,
+        ..k.params
+    }
+}
+
+/// Step 2: worker compute times `f.worker`, PS-side work times `f.ps`, sync unchanged.
+pub fn with_factors(u: &ThroughputParams, f: Factors) -> ThroughputParams {
+    ThroughputParams {
+        a_grad: u.a_grad * f.worker,
+        b_grad: u.b_grad * f.worker,
+        a_upd: u.a_upd * f.ps,
+        b_upd: u.b_upd * f.ps,
+        a_emb: u.a_emb * f.ps,
+        b_emb: u.b_emb * f.ps,
+        ..*u
+    }
+}
+
+/// Step 3: the factors that put `u` (step-1 parameters) at the anchor's published
+/// throughput with its core split well tuned. Errs when no positive factors can.
+pub fn anchor_factors(u: &ThroughputParams, a: &Anchor) -> Result<Factors, String> {
+    let x = a.inputs();
+    let t = iteration_time(u, &x);
+    let (g, p, s) = (t.grad_s, t.upd_s + t.emb_s, t.sync_s);
+    let target_s = a.workers / a.steps_per_s;
+    if s >= target_s {
+        return Err(format!(
+            "the dense sync alone ({s:.4} s) exceeds the published iteration ({target_s:.4} s)"
+        ));
+    }
+    let ratio = if u.a_grad > 0.0 && u.a_upd > 0.0 {
+        let worker_side = u.a_grad * x.batch / (x.workers * x.worker_cores.powi(2));
+        let ps_side = u.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
+        ps_side / worker_side
+    } else {
+        1.0
+    };
+    let per_ps = ratio * g + p;
+    if per_ps.is_nan() || per_ps <= 0.0 {
+        return Err("the fit has no worker or PS time to scale".into());
+    }
+    let ps = (target_s - s) / per_ps;
+    Ok(Factors {
+        worker: ratio * ps,
+        ps,
+    })
+}
+
+/// The whole contract: the truth of every kind the calibration covers.
+pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
+    let units: BTreeMap<ModelKind, ThroughputParams> = cal
+        .kinds
+        .iter()
+        .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
+        .collect();
+    let mut factors = BTreeMap::new();
+    for a in &ANCHORS {
+        if let Some(u) = units.get(&a.kind) {
+            let f = anchor_factors(u, a).map_err(|e| format!("kinds.{}: {e}", a.kind))?;
+            factors.insert(a.kind, f);
+        }
+    }
+    if factors.is_empty() {
+        return Err(
+            "kinds: covers no kind with a published anchor (wide_deep, xdeepfm), so the \
+             truth's level cannot be set"
+                .into(),
+        );
+    }
+    let n = factors.len() as f64;
+    let geo =
+        |get: fn(&Factors) -> f64| (factors.values().map(|f| get(f).ln()).sum::<f64>() / n).exp();
+    let between = Factors {
+        worker: geo(|f| f.worker),
+        ps: geo(|f| f.ps),
+    };
+    Ok(units
+        .iter()
+        .map(|(kind, u)| {
+            let f = factors.get(kind).copied().unwrap_or(between);
+            (*kind, with_factors(u, f))
+        })
+        .collect())
+}
+
+/// A parsed calibration file: what `dlsim calibrate` wrote, as far as the simulator reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalibrationFile {
+    /// The raw fitted parameters per kind (kernel scale, before the contract).
+    pub kinds: BTreeMap<ModelKind, ThroughputParams>,
+    bandwidth_mb_s: Option<f64>,
+    models: BTreeMap<ModelKind, ModelDesc>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+struct ModelDesc {
+    batch: f64,
+    emb_dim: f64,
+}
+
+/// Checks format, version and parameter signs; the contract's inputs are checked by
+/// [`load_truth`].
+pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
+    #[derive(Deserialize)]
+    struct Machine {
+        #[serde(default)]
+        bandwidth_mb_s: Option<f64>,
+    }
+    #[derive(Deserialize)]
+    struct Raw {
+        format: String,
+        version: u32,
+        #[serde(default)]
+        machine: Option<Machine>,
+        #[serde(default)]
+        models: BTreeMap<ModelKind, ModelDesc>,
+        kinds: BTreeMap<ModelKind, ThroughputParams>,
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let raw: Raw =
+        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+    let err = |key: &str, field: String, msg: String| {
+        let e = InputError::new(path, msg).field(field);
+        match crate::scenario::key_line(text, key) {
+            Some(l) => e.at_line(l),
+            None => e,
+        }
+    };
+    if raw.format != "dlsim-calibration" || raw.version != 1 {
+        let msg = format!(
+            "expected a dlsim-calibration v1 file, got `{}` v{}",
+            raw.format, raw.version
+        );
+        return Err(err("format", "format".into(), msg));
+    }
+    for (kind, p) in &raw.kinds {
+        let all = [
+            p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
+        ];
+        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            let msg = "alphas and betas must be finite and >= 0".to_string();
+            return Err(err("kinds", format!("kinds.{kind}"), msg));
+        }
+    }
+    Ok(CalibrationFile {
+        kinds: raw.kinds,
+        bandwidth_mb_s: raw.machine.and_then(|m| m.bandwidth_mb_s),
+        models: raw.models,
+    })
+}
+
+/// Parses a calibration and applies the contract: the truth of every kind it covers.
+pub fn load_truth(
+    text: &str,
+    path: &Path,
+) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
+    let file = parse(text, path)?;
+    let err = |key: &str, field: String, msg: String| {
+        let e = InputError::new(path, msg).field(field);
+        match crate::scenario::key_line(text, key) {
+            Some(l) => e.at_line(l),
+            None => e,
+        }
+    };
+    let bandwidth_mb_s = match file.bandwidth_mb_s {
+        Some(b) if b.is_finite() && b > 0.0 => b,
+        Some(_) => {
+            let msg = "must be a positive bandwidth in MB/s".to_string();
+            return Err(err("bandwidth_mb_s", "machine.bandwidth_mb_s".into(), msg));
+        }
+        None => {
+            let msg = "missing: the bandwidth B (MB/s) the fit used is needed to convert a_sync \
+                       to the simulator's network"
+                .to_string();
+            return Err(err("machine", "machine.bandwidth_mb_s".into(), msg));
+        }
+    };
+    let mut kinds = BTreeMap::new();
+    for (&kind, &params) in &file.kinds {
+        let field = format!("models.{kind}");
+        let Some(m) = file.models.get(&kind) else {
+            let msg = "missing: the batch and emb_dim the kind was measured at".to_string();
+            return Err(err("models", field, msg));
+        };
+        if !(m.batch.is_finite() && m.batch > 0.0 && m.emb_dim.is_finite() && m.emb_dim > 0.0) {
+            let msg = "batch and emb_dim must be > 0".to_string();
+            return Err(err("models", field, msg));
+        }
+        let (batch, emb_dim) = (m.batch, m.emb_dim);
+        kinds.insert(
+            kind,
+            KernelKind {
+                params,
+                batch,
+                emb_dim,
+            },
+        );
+    }
+    let cal = KernelCalibration {
+        bandwidth_mb_s,
+        kinds,
+    };
+    truth(&cal).map_err(|msg| {
+        let field = msg.split(':').next().unwrap_or("kinds").to_string();
+        err("kinds", field, msg)
+    })
+}
+
+/// Where the shipped calibration lives in the repository (it is embedded in the binary).
+pub const SHIPPED_PATH: &str = "reports/calibration/default.json";
+
+/// The shipped calibration, embedded so `dlsim` finds it from any working directory.
+pub const SHIPPED_JSON: &str = include_str!("../../../../reports/calibration/default.json");
+
+/// The contract applied to the shipped calibration: the default truth of the kinds it covers.
+pub fn shipped_truth() -> &'static BTreeMap<ModelKind, ThroughputParams> {
+    static TRUTH: OnceLock<BTreeMap<ModelKind, ThroughputParams>> = OnceLock::new();
+    TRUTH.get_or_init(|| {
+        load_truth(SHIPPED_JSON, Path::new(SHIPPED_PATH))
+            .unwrap_or_else(|e| panic!("the embedded shipped calibration is invalid: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::throughput;
+
+    fn kernel(a_grad: f64, a_upd: f64) -> KernelKind {
+        KernelKind {
+            params: ThroughputParams {
+                a_grad,
+                b_grad: 1e-4,
+                a_upd,
+                b_upd: 1e-4,
+                a_sync: 9.0,
+                b_sync: 1e-5,
+                a_emb: 2e-7,
+                b_emb: 4e-4,
+            },
+            batch: 256.0,
+            emb_dim: 8.0,
+        }
+    }
+
+    #[test]
+    fn step_one_keeps_sync_time_at_equal_bytes() {
+        let k = kernel(6e-6, 5e-4);
+        let u = to_reference_units(&k, 25_000.0);
+        let bytes_time = |p: &ThroughputParams, b: f64| p.a_sync * 20.0 / b;
+        assert!(
+            (bytes_time(&u, REFERENCE_BANDWIDTH_MB_S) - bytes_time(&k.params, 25_000.0)).abs()
+                < 1e-12
+        );
+        assert!((u.a_upd / k.params.a_upd - 512.0 * 17.0 / (256.0 * 9.0)).abs() < 1e-12);
+        assert_eq!((u.a_grad, u.b_upd, u.a_emb), (6e-6, 1e-4, 2e-7));
+    }
+
+    #[test]
+    fn anchored_truth_reaches_the_published_throughput_well_tuned() {
+        let mut kinds = BTreeMap::new();
+        kinds.insert(ModelKind::WideDeep, kernel(6e-6, 5e-4));
+        kinds.insert(ModelKind::Xdeepfm, kernel(2e-5, 6e-4));
+        kinds.insert(ModelKind::Dcn, kernel(9e-6, 6e-4));
+        let t = truth(&KernelCalibration {
+            bandwidth_mb_s: 25_000.0,
+            kinds,
+        })
+        .unwrap();
+        for a in &ANCHORS {
+            let p = &t[&a.kind];
+            let x = a.inputs();
+            let steps = throughput(p, &x) / REFERENCE_BATCH;
+            assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
+            // Well tuned: one core moved from the PS side to the workers changes nothing
+            // to first order.
+            let dw = p.a_grad * x.batch / (x.workers * x.worker_cores.powi(2));
+            let dp = p.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
+            assert!((dw - dp).abs() < 1e-9 * dw, "{dw} vs {dp}");
+        }
+    }
+
+    #[test]
+    fn a_sync_bound_beyond_the_anchor_is_an_error() {
+        let mut k = kernel(6e-6, 5e-4);
+        k.params.a_sync = 1e4;
+        let u = to_reference_units(&k, 1_250.0);
+        assert!(anchor_factors(&u, &ANCHORS[0])
+            .unwrap_err()
+            .contains("dense sync"));
+    }
+}

@@ -1,0 +1,206 @@
+//! The kernel calibration as the simulator's truth: the default truth is the unit contract
+//! applied to the shipped `reports/calibration/default.json`, a scenario can swap or opt out
+//! of it, and what `dlsim calibrate --quick` writes loads into a scenario.
+
+use std::path::Path;
+
+use dlsim_model::perf::calibration::{self, ANCHORS, REFERENCE_BATCH};
+use dlsim_model::perf::{default_params, iteration_time, throughput};
+use dlsim_model::scenario::{load_calibrated_truth, CalibrationSource, Scenario, TruthSettings};
+use dlsim_traces::ModelKind;
+
+use crate::support::*;
+
+const CLUSTER: &str = r#"{ "groups": [ { "count": 4, "cores": 32, "mem_gb": 192 } ] }"#;
+
+fn shipped_file() -> std::path::PathBuf {
+    repo().join(calibration::SHIPPED_PATH)
+}
+
+/// A scratch folder with a one-job trace and a scenario whose `truth` is `truth`.
+fn scenario_with_truth(name: &str, truth: &str) -> std::path::PathBuf {
+    let dir = scratch(name);
+    let job = serde_json::json!({
+        "id": 1, "submit_s": 0, "model": "wide_deep", "batch_size": 512, "steps": 1000,
+        "dense_mb": 20.0, "emb_dim": 16, "emb_mb_per_msample": 1.0,
+        "workers": 2, "ps": 1, "worker_cpu": 4.0, "worker_mem_mb": 8192, "ps_cpu": 4.0, "ps_mem_mb": 8192
+    });
+    let header = r#"{"format":"dlsim-trace","version":1}"#;
+    std::fs::write(dir.join("trace.jsonl"), format!("{header}\n{job}\n")).unwrap();
+    let body = format!(
+        "{{\n  \"trace\": \"trace.jsonl\",\n  \"truth\": {truth},\n  \"cluster\": {CLUSTER}\n}}\n"
+    );
+    std::fs::write(dir.join("scenario.json"), body).unwrap();
+    dir
+}
+
+fn steps_per_s(p: &dlsim_model::perf::ThroughputParams, a: &calibration::Anchor) -> f64 {
+    throughput(p, &a.inputs()) / REFERENCE_BATCH
+}
+
+#[test]
+fn default_truth_is_the_contract_applied_to_the_shipped_calibration() {
+    let on_disk = std::fs::read_to_string(shipped_file()).unwrap();
+    assert_eq!(
+        calibration::SHIPPED_JSON,
+        on_disk,
+        "the binary embeds the committed calibration"
+    );
+    let contract = load_calibrated_truth(&shipped_file()).unwrap();
+    let quickstart = Scenario::load(&repo().join("scenarios/quickstart.json")).unwrap();
+    assert_eq!(
+        quickstart.file.truth.calibration,
+        CalibrationSource::Shipped
+    );
+    for kind in ModelKind::ALL {
+        let expect = contract[&kind];
+        assert_eq!(TruthSettings::default().params_for(kind), expect, "{kind}");
+        assert_eq!(quickstart.file.truth.params_for(kind), expect, "{kind}");
+        assert_ne!(expect, default_params(kind), "{kind} is calibrated");
+    }
+}
+
+#[test]
+fn shipped_truth_reaches_dlrover_throughput_with_the_papers_bottlenecks() {
+    let truth = calibration::shipped_truth();
+    for a in &ANCHORS {
+        let got = steps_per_s(&truth[&a.kind], a);
+        assert!(
+            (got - a.steps_per_s).abs() < 1e-6 * got,
+            "{}: {got}",
+            a.kind
+        );
+    }
+    // DLRover: W&D is I/O-intensive, xDeepFM computation-intensive.
+    let share = |kind: ModelKind, a: &calibration::Anchor| {
+        let t = iteration_time(&truth[&kind], &a.inputs());
+        t.grad_s / t.total_s()
+    };
+    let wd = share(ModelKind::WideDeep, &ANCHORS[0]);
+    let xd = share(ModelKind::Xdeepfm, &ANCHORS[1]);
+    assert!(wd < 0.5, "W&D gradient share {wd}");
+    assert!(xd > 2.0 * wd, "xDeepFM gradient share {xd} vs W&D {wd}");
+}
+
+#[test]
+fn builtin_or_null_opts_out_of_the_calibration() {
+    for value in ["\"builtin\"", "null"] {
+        let dir = scenario_with_truth(
+            "calibration-builtin",
+            &format!("{{ \"calibration\": {value} }}"),
+        );
+        let s = Scenario::load(&dir.join("scenario.json")).unwrap();
+        assert_eq!(s.file.truth.calibration, CalibrationSource::Builtin);
+        for kind in ModelKind::ALL {
+            assert_eq!(
+                s.file.truth.params_for(kind),
+                default_params(kind),
+                "{value}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_changed_calibration_file_changes_the_truth_but_not_its_anchor() {
+    let mut cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped_file()).unwrap()).unwrap();
+    let a_grad = &mut cal["kinds"]["wide_deep"]["a_grad"];
+    *a_grad = serde_json::json!(a_grad.as_f64().unwrap() * 4.0);
+    let dir = scenario_with_truth("calibration-changed", r#"{ "calibration": "cal.json" }"#);
+    std::fs::write(dir.join("cal.json"), cal.to_string()).unwrap();
+    let s = Scenario::load(&dir.join("scenario.json")).unwrap();
+    let shipped = calibration::shipped_truth();
+    let wd = s.file.truth.params_for(ModelKind::WideDeep);
+    assert_ne!(wd, shipped[&ModelKind::WideDeep]);
+    // The level stays DLRover's; the shape (here the worker/PS split) follows the kernel.
+    let got = steps_per_s(&wd, &ANCHORS[0]);
+    assert!((got - 210.0).abs() < 1e-6 * got, "{got}");
+    assert_eq!(
+        s.file.truth.params_for(ModelKind::Xdeepfm),
+        shipped[&ModelKind::Xdeepfm]
+    );
+}
+
+fn assert_replay_rejected(dir: &Path, needles: &[&str]) {
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&dir.join("scenario.json")),
+        "--out",
+        path_str(&out),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "exit 2 expected: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` in: {err}");
+    }
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn a_calibration_the_contract_cannot_use_is_one_readable_error() {
+    let mut cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped_file()).unwrap()).unwrap();
+    cal["machine"]
+        .as_object_mut()
+        .unwrap()
+        .remove("bandwidth_mb_s");
+    let dir = scenario_with_truth(
+        "calibration-no-bandwidth",
+        r#"{ "calibration": "cal.json" }"#,
+    );
+    std::fs::write(
+        dir.join("cal.json"),
+        serde_json::to_string_pretty(&cal).unwrap(),
+    )
+    .unwrap();
+    assert_replay_rejected(&dir, &["cal.json:", "machine.bandwidth_mb_s", "missing"]);
+
+    cal["machine"]["bandwidth_mb_s"] = serde_json::json!(25_000.0);
+    cal["models"].as_object_mut().unwrap().remove("dcn");
+    std::fs::write(
+        dir.join("cal.json"),
+        serde_json::to_string_pretty(&cal).unwrap(),
+    )
+    .unwrap();
+    assert_replay_rejected(&dir, &["cal.json", "models.dcn", "emb_dim"]);
+}
+
+#[test]
+fn calibrate_quick_output_loads_into_a_scenario() {
+    let dir = scenario_with_truth("calibration-quick", r#"{ "calibration": "quick.json" }"#);
+    let o = dlsim(&[
+        "calibrate",
+        "--quick",
+        "--out",
+        path_str(&dir.join("quick.json")),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = Scenario::load(&dir.join("scenario.json")).unwrap();
+    let raw = dlsim_model::scenario::load_calibration(&dir.join("quick.json")).unwrap();
+    for kind in ModelKind::ALL {
+        assert!(raw.contains_key(&kind), "--quick covers {kind}");
+        let p = s.file.truth.params_for(kind);
+        assert_eq!(
+            p,
+            load_calibrated_truth(&dir.join("quick.json")).unwrap()[&kind]
+        );
+        let all = [
+            p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
+        ];
+        assert!(
+            all.iter().all(|x| x.is_finite() && *x >= 0.0),
+            "{kind}: {p:?}"
+        );
+    }
+    for a in &ANCHORS {
+        let got = steps_per_s(&s.file.truth.params_for(a.kind), a);
+        assert!(
+            (got - a.steps_per_s).abs() < 1e-6 * got,
+            "{}: {got}",
+            a.kind
+        );
+    }
+}

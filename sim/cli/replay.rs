@@ -27,6 +27,10 @@ pub struct ReplayArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also write `observations.csv`: every per-pod profiler sample and pod event the
+    /// policy could see (large on long traces).
+    #[arg(long)]
+    pub trace_observations: bool,
 }
 
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -40,6 +44,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         scenario.file.seed = seed;
     }
+    scenario.trace_observations = args.trace_observations;
     let policy_spec = args
         .policy
         .clone()

@@ -10,7 +10,7 @@ use dlsim_model::scenario::{
 use dlsim_model::{Node, Resources, Scenario};
 use dlsim_traces::{JobSpec, ModelKind};
 
-fn job(workers: u32, ps: u32) -> JobSpec {
+pub(crate) fn job(workers: u32, ps: u32) -> JobSpec {
     JobSpec {
         id: 0,
         submit_s: 0,
@@ -36,13 +36,12 @@ fn job(workers: u32, ps: u32) -> JobSpec {
 }
 
 /// One big node, no noise, no per-job variation, no faults unless the test adds them.
-fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Scenario {
-    let nodes = vec![Node {
-        name: "n0".into(),
-        capacity: Resources::new(512.0, 4 << 20, 0),
-        allocated: Resources::ZERO,
-        gpu_model: String::new(),
-    }];
+pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Scenario {
+    let nodes = vec![Node::new(
+        "n0".into(),
+        Resources::new(512.0, 4 << 20, 0),
+        String::new(),
+    )];
     let file = ScenarioFile {
         name: "faults".into(),
         seed: 3,
@@ -70,6 +69,7 @@ fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Sce
         },
         faults,
         recovery,
+        elasticity: Default::default(),
         timeline_interval_s: 600,
         horizon_s: None,
     };
@@ -78,17 +78,18 @@ fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryConfig) -> Sce
         file,
         nodes,
         jobs: vec![spec],
+        trace_observations: false,
     }
 }
 
-fn no_faults() -> FaultConfig {
+pub(crate) fn no_faults() -> FaultConfig {
     FaultConfig {
         pod_failure_per_day: 0.0,
         ..FaultConfig::default()
     }
 }
 
-fn no_checkpoints() -> RecoveryConfig {
+pub(crate) fn no_checkpoints() -> RecoveryConfig {
     RecoveryConfig {
         checkpoint_interval_s: 0.0,
         ..RecoveryConfig::default()
@@ -102,7 +103,7 @@ fn jct_s(s: &Scenario) -> f64 {
     (j.end.unwrap() - j.request.submit).as_secs_f64()
 }
 
-fn inputs(spec: &JobSpec) -> PerfInputs {
+pub(crate) fn inputs(spec: &JobSpec) -> PerfInputs {
     PerfInputs {
         workers: f64::from(spec.workers),
         ps: f64::from(spec.ps),

@@ -4,6 +4,7 @@ mod bad_input;
 mod calibration;
 mod cli;
 mod determinism;
+mod elastic;
 mod faults;
 mod importers;
 mod report;

@@ -1,10 +1,17 @@
-//! Simulation testing: random scenarios (cluster shapes, workloads, placement, seeds)
-//! checked against the model's invariants. A failure prints the seed that reproduces it.
+//! Simulation testing: random scenarios (cluster shapes, workloads, placement, faults,
+//! elasticity costs, seeds) run under `static` and under a chaos policy that fires random
+//! elastic actions, checked against the model's invariants: no over-allocation, every job
+//! accounted for, every shard trained exactly once. A failure prints the seed that
+//! reproduces it.
 
-use dlsim_engine::RngStreams;
+use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_model::cluster::Placement;
-use dlsim_model::faults::{FaultConfig, RecoveryConfig};
-use dlsim_model::policy::JobPhase;
+use dlsim_model::faults::{
+    ColocationAction, ColocationConfig, ElasticityConfig, FaultConfig, RecoveryConfig,
+};
+use dlsim_model::policy::{
+    Action, ClusterView, JobPhase, JobView, PodPhase, Policy, RescaleMethod, Sharding,
+};
 use dlsim_model::scenario::{
     ClusterSpec, NodeGroup, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
 };
@@ -35,11 +42,12 @@ fn random_scenario(seed: u64) -> Scenario {
     let nodes: Vec<Node> = groups
         .iter()
         .flat_map(|g| {
-            (0..g.count).map(move |i| Node {
-                name: format!("{}-{i}", g.name),
-                capacity: Resources::new(g.cores, (g.mem_gb * 1024.0) as u64, g.gpus),
-                allocated: Resources::ZERO,
-                gpu_model: g.gpu_model.clone(),
+            (0..g.count).map(move |i| {
+                Node::new(
+                    format!("{}-{i}", g.name),
+                    Resources::new(g.cores, (g.mem_gb * 1024.0) as u64, g.gpus),
+                    g.gpu_model.clone(),
+                )
             })
         })
         .collect();
@@ -78,6 +86,36 @@ fn random_scenario(seed: u64) -> Scenario {
             straggler_cpu_ratio: rng.gen_range(0.03..1.0),
             hot_ps_prob: rng.gen_range(0.0..0.5),
             hot_ps_load_factor: rng.gen_range(1.0..5.0),
+            node_mtbf_days: if rng.gen_bool(0.5) {
+                rng.gen_range(0.5..20.0)
+            } else {
+                0.0
+            },
+            node_repair_h: rng.gen_range(0.1..8.0),
+            colocation: ColocationConfig {
+                node_fraction: if rng.gen_bool(0.5) {
+                    rng.gen_range(0.0..1.0)
+                } else {
+                    0.0
+                },
+                trough: rng.gen_range(0.0..0.3),
+                peak: rng.gen_range(0.3..0.95),
+                peak_hour: rng.gen_range(0.0..24.0),
+                noise_sigma: rng.gen_range(0.0..0.5),
+                update_interval_s: rng.gen_range(60..3_600),
+                action: if rng.gen_bool(0.5) {
+                    ColocationAction::Evict
+                } else {
+                    ColocationAction::Throttle
+                },
+            },
+        },
+        elasticity: ElasticityConfig {
+            seamless_migration: rng.gen_bool(0.7),
+            flash_checkpoint: rng.gen_bool(0.5),
+            flash_mb_s: rng.gen_range(100.0..50_000.0),
+            checkpoint_save_s: rng.gen_range(0.0..900.0),
+            shard_batches: rng.gen_range(16..512),
         },
         recovery: RecoveryConfig {
             restart_budget: rng.gen_range(0..6),
@@ -102,14 +140,115 @@ fn random_scenario(seed: u64) -> Scenario {
         file,
         nodes,
         jobs,
+        trace_observations: false,
+    }
+}
+
+/// Fires random elastic actions at random jobs: worker scaling, rescales by either
+/// method, and pod replacements, including invalid ones the world must refuse.
+struct Chaos {
+    rng: SimRng,
+    sharding: Sharding,
+}
+
+impl Policy for Chaos {
+    fn spec(&self) -> String {
+        "chaos".into()
+    }
+    fn sharding(&self) -> Sharding {
+        self.sharding
+    }
+    fn observes_pods(&self) -> bool {
+        true
+    }
+    fn tick_interval(&self) -> Option<SimTime> {
+        Some(SimTime::from_secs(self.rng.clone().gen_range(60..1_800)))
+    }
+    fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
+        vec![Action::Launch {
+            job: job.request.id,
+            config: job.request.requested,
+        }]
+    }
+    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for job in &view.jobs {
+            if !self.rng.gen_bool(0.15) {
+                continue;
+            }
+            let id = job.request.id;
+            let mut config = job.config;
+            match self.rng.gen_range(0..5) {
+                0 => actions.push(Action::ScaleWorkers {
+                    job: id,
+                    workers: self.rng.gen_range(0..2 * config.workers + 2),
+                }),
+                1 | 2 => {
+                    if self.rng.gen_bool(0.5) {
+                        config.ps = self.rng.gen_range(0..config.ps + 3).max(config.ps.min(1));
+                    }
+                    config.ps_cpu = (config.ps_cpu * self.rng.gen_range(0.5..2.0)).max(1.0);
+                    config.ps_mem_mb =
+                        (config.ps_mem_mb as f64 * self.rng.gen_range(0.7..2.0)) as u64;
+                    config.worker_cpu = (config.worker_cpu * self.rng.gen_range(0.5..2.0)).max(1.0);
+                    let method = if self.rng.gen_bool(0.5) {
+                        RescaleMethod::Migrate
+                    } else {
+                        RescaleMethod::StopRestart
+                    };
+                    actions.push(Action::Rescale {
+                        job: id,
+                        config,
+                        method,
+                    });
+                }
+                _ => {
+                    let pods: Vec<_> = job.pods.iter().collect();
+                    if pods.is_empty() {
+                        continue;
+                    }
+                    let pod = pods[self.rng.gen_range(0..pods.len())];
+                    let scale = if pod.phase == PodPhase::Pending {
+                        0.5
+                    } else {
+                        1.5
+                    };
+                    actions.push(Action::ReplacePod {
+                        job: id,
+                        pod: pod.id,
+                        cpu: (pod.request.cpu_cores() * scale).max(1.0),
+                        mem_mb: pod.request.mem_mb,
+                    });
+                }
+            }
+        }
+        // Now and then an action for a job that does not exist.
+        if self.rng.gen_bool(0.05) {
+            actions.push(Action::ScaleWorkers {
+                job: u64::MAX,
+                workers: 3,
+            });
+        }
+        actions
     }
 }
 
 #[test]
 fn random_scenarios_keep_every_invariant() {
-    for seed in 0..12u64 {
+    for seed in 0..16u64 {
         let scenario = random_scenario(seed);
-        let out = dlsim_model::run(&scenario, dlsim_policies::build("static").unwrap());
+        let policy: Box<dyn Policy> = match seed % 3 {
+            0 => dlsim_policies::build("static").unwrap(),
+            k => Box::new(Chaos {
+                rng: RngStreams::new(seed).stream("chaos"),
+                sharding: if k == 1 {
+                    Sharding::Dynamic
+                } else {
+                    Sharding::Static
+                },
+            }),
+        };
+        let out = dlsim_model::run(&scenario, policy);
         let w = &out.world;
         let ctx = format!("reproduce with seed {seed}");
         w.cluster.check_invariants();
@@ -143,6 +282,16 @@ fn random_scenarios_keep_every_invariant() {
                 other => panic!("job {} left in phase {other:?}; {ctx}", job.spec.id),
             }
             assert!(job.steps_done() <= job.spec.steps, "{ctx}");
+            if let Some(ledger) = &job.ledger {
+                ledger
+                    .check_consistent()
+                    .unwrap_or_else(|e| panic!("{e}; {ctx}"));
+                if job.phase == JobPhase::Completed {
+                    ledger
+                        .check_exactly_once()
+                        .unwrap_or_else(|e| panic!("{e}; {ctx}"));
+                }
+            }
             assert!(
                 job.usage.cpu_used_core_s <= job.usage.cpu_alloc_core_s * (1.0 + 1e-9),
                 "used <= allocated; {ctx}"

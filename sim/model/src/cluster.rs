@@ -26,11 +26,31 @@ pub struct Node {
     pub allocated: Resources,
     /// GPU model name, empty for CPU nodes.
     pub gpu_model: String,
+    /// Held by co-located high-priority services (not schedulable for training).
+    pub reserved: Resources,
+    /// Failed and under repair: nothing runs or is placed here.
+    pub down: bool,
 }
 
 impl Node {
+    pub fn new(name: String, capacity: Resources, gpu_model: String) -> Self {
+        Node {
+            name,
+            capacity,
+            allocated: Resources::ZERO,
+            gpu_model,
+            reserved: Resources::ZERO,
+            down: false,
+        }
+    }
+
+    /// Room for new training pods.
     pub fn free(&self) -> Resources {
-        self.capacity - self.allocated
+        if self.down {
+            Resources::ZERO
+        } else {
+            self.capacity - self.allocated - self.reserved
+        }
     }
 }
 
@@ -106,12 +126,38 @@ impl Cluster {
         self.update(node);
     }
 
+    /// Sets what co-located services hold on `node`. The caller first makes room (evicts
+    /// pods); the reservation must fit beside the allocation.
+    pub fn set_reserved(&mut self, node: usize, reserved: Resources) {
+        let n = &mut self.nodes[node];
+        n.reserved = reserved;
+        assert!(
+            (n.allocated + n.reserved).fits_in(&n.capacity),
+            "node {} over capacity with services: {:?} + {:?} > {:?}",
+            n.name,
+            n.allocated,
+            n.reserved,
+            n.capacity
+        );
+        self.update(node);
+    }
+
+    /// Takes a node out of service (its pods must already be released) or back in.
+    pub fn set_down(&mut self, node: usize, down: bool) {
+        assert!(
+            !down || self.nodes[node].allocated == Resources::ZERO,
+            "a node goes down only after its pods are gone"
+        );
+        self.nodes[node].down = down;
+        self.update(node);
+    }
+
     fn allocate(&mut self, node: usize, req: &Resources) {
         let n = &mut self.nodes[node];
         n.allocated += *req;
         // The capacity invariant: checked on every allocation, in every build.
         assert!(
-            n.allocated.fits_in(&n.capacity),
+            !n.down && (n.allocated + n.reserved).fits_in(&n.capacity),
             "node {} over capacity: {:?} > {:?}",
             n.name,
             n.allocated,
@@ -175,8 +221,13 @@ impl Cluster {
         let mut total = Resources::ZERO;
         for n in &self.nodes {
             assert!(
-                n.allocated.fits_in(&n.capacity),
+                (n.allocated + n.reserved).fits_in(&n.capacity),
                 "node {} over capacity",
+                n.name
+            );
+            assert!(
+                !n.down || n.allocated == Resources::ZERO,
+                "node {} is down but holds pods",
                 n.name
             );
             total += n.allocated;
@@ -203,12 +254,11 @@ mod tests {
     use rand::Rng;
 
     fn node(cores: f64, mem: u64, gpu: u32) -> Node {
-        Node {
-            name: format!("n{cores}"),
-            capacity: Resources::new(cores, mem, gpu),
-            allocated: Resources::ZERO,
-            gpu_model: String::new(),
-        }
+        Node::new(
+            format!("n{cores}"),
+            Resources::new(cores, mem, gpu),
+            String::new(),
+        )
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Fault injection and recovery costs as configuration: the scenario's `faults` and
-//! `recovery` sections. Zero turns a fault off. All fault draws come from the named
-//! stream `faults`, in event order, so they are reproducible.
+//! Fault injection, recovery and elasticity costs as configuration: the scenario's
+//! `faults`, `recovery` and `elasticity` sections. Zero turns a fault off. Fault draws come
+//! from the named streams `faults`, `node-faults` and `colocation`, in event order, so
+//! they are reproducible.
 //!
 //! Sources (MISSION / seed papers): pod daily failure rate 1.5% (DLRover-RM: a 50-pod job
 //! then fails with 53% probability a day); stragglers at 25% (or 3%) of configured CPU
@@ -25,6 +26,108 @@ pub struct FaultConfig {
     pub hot_ps_prob: f64,
     /// The hot PS carries this many times the share of each other PS.
     pub hot_ps_load_factor: f64,
+    /// Mean time between failures of one node, in days; 0 = nodes never fail.
+    pub node_mtbf_days: f64,
+    /// Time to repair a failed node, in hours.
+    pub node_repair_h: f64,
+    /// Co-located high-priority services (serving, stream processing, search).
+    pub colocation: ColocationConfig,
+}
+
+/// What co-located services do to a training pod when their demand leaves it no room.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColocationAction {
+    /// The kubelet evicts low-priority training pods until the services fit.
+    #[default]
+    Evict,
+    /// Pods stay, but get only the CPU the services leave (they become stragglers).
+    Throttle,
+}
+
+/// Diurnal demand of co-located services on a share of the nodes. On such a node, the
+/// services use `trough + (peak - trough) * (1 - cos(2 pi (t - peak_hour) / 1 day)) / 2`
+/// of the node's CPU and memory (the peak is at `peak_hour`), times a per-node lognormal
+/// factor redrawn at every update (sigma `noise_sigma`), capped at the node.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ColocationConfig {
+    /// Share of nodes hosting services; 0 = off.
+    pub node_fraction: f64,
+    pub trough: f64,
+    pub peak: f64,
+    pub peak_hour: f64,
+    pub noise_sigma: f64,
+    /// How often the services' demand is re-evaluated.
+    pub update_interval_s: u64,
+    pub action: ColocationAction,
+}
+
+impl Default for ColocationConfig {
+    fn default() -> Self {
+        ColocationConfig {
+            node_fraction: 0.0,
+            trough: 0.1,
+            peak: 0.6,
+            peak_hour: 20.0,
+            noise_sigma: 0.1,
+            update_interval_s: 600,
+            action: ColocationAction::Evict,
+        }
+    }
+}
+
+impl ColocationConfig {
+    /// The services' share of a node at `t_s` (before the per-node noise).
+    pub fn demand_fraction(&self, t_s: f64) -> f64 {
+        let phase = 2.0 * std::f64::consts::PI * (t_s / 3_600.0 - self.peak_hour) / 24.0;
+        self.trough + (self.peak - self.trough) * (1.0 + phase.cos()) / 2.0
+    }
+}
+
+/// How elastic changes are carried out and what they cost (DLRover-RM Sec. 2 and 5).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ElasticityConfig {
+    /// Seamless migration: new pods start while the old ones train. Off = every migration
+    /// request is carried out as stop-and-restart.
+    pub seamless_migration: bool,
+    /// Move state through memory (flash checkpoint) during a migration's pause, instead
+    /// of saving to and loading from remote storage.
+    pub flash_checkpoint: bool,
+    /// Flash checkpoint speed: the papers' "< 1 s for a 20 GB model".
+    pub flash_mb_s: f64,
+    /// Time to save a checkpoint to remote storage before a stop (papers: 5-10 min).
+    pub checkpoint_save_s: f64,
+    /// Dynamic sharding: batches per shard (MISSION: 64/128/256).
+    pub shard_batches: u32,
+}
+
+impl Default for ElasticityConfig {
+    fn default() -> Self {
+        ElasticityConfig {
+            seamless_migration: true,
+            flash_checkpoint: true,
+            flash_mb_s: 20_480.0,
+            checkpoint_save_s: 420.0,
+            shard_batches: 128,
+        }
+    }
+}
+
+impl ElasticityConfig {
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(self.flash_mb_s > 0.0 && self.flash_mb_s.is_finite()) {
+            return Err(("elasticity.flash_mb_s", "must be > 0".into()));
+        }
+        if !(self.checkpoint_save_s >= 0.0 && self.checkpoint_save_s.is_finite()) {
+            return Err(("elasticity.checkpoint_save_s", "must be >= 0".into()));
+        }
+        if self.shard_batches == 0 {
+            return Err(("elasticity.shard_batches", "must be >= 1".into()));
+        }
+        Ok(())
+    }
 }
 
 impl Default for FaultConfig {
@@ -36,6 +139,9 @@ impl Default for FaultConfig {
             straggler_cpu_ratio: 0.25,
             hot_ps_prob: 0.0,
             hot_ps_load_factor: 3.0,
+            node_mtbf_days: 0.0,
+            node_repair_h: 4.0,
+            colocation: ColocationConfig::default(),
         }
     }
 }
@@ -67,6 +173,28 @@ impl FaultConfig {
         }
         if !(self.hot_ps_load_factor >= 1.0 && self.hot_ps_load_factor.is_finite()) {
             return Err(("faults.hot_ps_load_factor", "must be >= 1".into()));
+        }
+        if !(self.node_mtbf_days >= 0.0 && self.node_mtbf_days.is_finite()) {
+            return Err(("faults.node_mtbf_days", "must be >= 0".into()));
+        }
+        if !(self.node_repair_h > 0.0 && self.node_repair_h.is_finite()) {
+            return Err(("faults.node_repair_h", "must be > 0".into()));
+        }
+        let c = &self.colocation;
+        prob("faults.colocation.node_fraction", c.node_fraction)?;
+        prob("faults.colocation.trough", c.trough)?;
+        prob("faults.colocation.peak", c.peak)?;
+        if c.trough > c.peak {
+            return Err(("faults.colocation.trough", "must be <= peak".into()));
+        }
+        if !(0.0..24.0).contains(&c.peak_hour) {
+            return Err(("faults.colocation.peak_hour", "must be in [0, 24)".into()));
+        }
+        if !(c.noise_sigma >= 0.0 && c.noise_sigma < 2.0) {
+            return Err(("faults.colocation.noise_sigma", "must be in [0, 2)".into()));
+        }
+        if c.update_interval_s == 0 {
+            return Err(("faults.colocation.update_interval_s", "must be > 0".into()));
         }
         Ok(())
     }

@@ -7,7 +7,10 @@
 //! changes, not to training steps, at the cost of ignoring step-level jitter.
 
 use crate::perf::{self, JobPerf, PerfInputs, ThroughputParams};
-use crate::policy::{JobConfig, JobPhase, JobRequest, ProfileSample};
+use crate::policy::{
+    JobConfig, JobPhase, JobRequest, PodEvent, PodSample, ProfileSample, Sharding,
+};
+use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::SimTime;
 use dlsim_traces::JobSpec;
@@ -42,6 +45,44 @@ pub struct Pod {
     pub cpu_factor: f64,
     /// For a PS: its share of the parameters and lookups (the job's shares sum to 1).
     pub share: f64,
+    /// Fraction of its CPU left by co-located services on its node (1 = no contention).
+    pub throttle: f64,
+    /// A new pod of a migration: it holds resources but trains only after the switch.
+    pub standby: bool,
+    /// The running pod this one replaces once it is up (`ReplacePod` on a worker).
+    pub replaces: Option<usize>,
+    pub created: SimTime,
+    pub running_since: Option<SimTime>,
+    /// Observations of this pod: the latest sample and a worker's samples/s EWMA.
+    pub last_sample: Option<PodSample>,
+    pub ewma_rate: f64,
+}
+
+impl Pod {
+    /// Running and part of the job's training (not a migration standby).
+    pub fn active(&self) -> bool {
+        self.state == PodState::Running && !self.standby
+    }
+
+    /// Holding a node: starting or running.
+    pub fn placed(&self) -> bool {
+        matches!(self.state, PodState::Starting | PodState::Running)
+    }
+
+    /// CPU cores it actually gets.
+    pub fn effective_cpu(&self) -> f64 {
+        self.request.cpu_cores() * self.cpu_factor * self.throttle
+    }
+}
+
+/// A migration in progress: new pods start while the old ones train, then a pause.
+#[derive(Clone, Debug)]
+pub struct Migration {
+    pub config: JobConfig,
+    pub new_pods: Vec<usize>,
+    pub old_pods: Vec<usize>,
+    /// The pause has begun (every new pod is up).
+    pub switching: bool,
 }
 
 /// Why a job ended without completing.
@@ -56,6 +97,8 @@ pub enum FailReason {
     PodFailures,
     /// A PS was lost and checkpointing is off, so there is nothing to restore.
     PsLost,
+    /// A role's restart budget was spent on pods lost with their node.
+    NodeFailures,
     /// Still running or pending when the horizon was reached.
     Unfinished,
 }
@@ -67,6 +110,7 @@ impl FailReason {
             FailReason::Rejected => "rejected",
             FailReason::PodFailures => "pod_failures",
             FailReason::PsLost => "ps_lost",
+            FailReason::NodeFailures => "node_failures",
             FailReason::Unfinished => "unfinished",
         }
     }
@@ -120,8 +164,28 @@ pub struct Job {
     pub end: Option<SimTime>,
     pub fail_reason: Option<FailReason>,
     pub oom_kills: u32,
+    pub evictions: u32,
+    pub node_failures: u32,
+    /// Rescales applied (worker scaling, stop-and-restart, migration, pod replacement).
+    pub rescales: u32,
     pub usage: UsageIntegrals,
     pub history: Vec<ProfileSample>,
+    pub events: Vec<PodEvent>,
+    pub sharding: Sharding,
+    /// Dynamic sharding: the shard ledger, and its state at the last checkpoint.
+    pub ledger: Option<ShardLedger>,
+    pub ckpt_ledger: Option<ShardLedger>,
+    /// Per running worker: (pod, samples/s) at the current rate.
+    pub worker_rates: Vec<(usize, f64)>,
+    /// Per running pod: (pod, CPU cores in use), for the profiler.
+    pub pod_cpu: Vec<(usize, f64)>,
+    /// Samples each worker pod trained (truth; the profiler reports it with noise).
+    pub worker_samples: std::collections::BTreeMap<usize, f64>,
+    pub migration: Option<Migration>,
+    /// Stop-and-restart: saving the checkpoint before the pods stop (no training).
+    pub saving: Option<JobConfig>,
+    /// Migration switch pause (no training).
+    pub paused: bool,
 }
 
 /// The constants the world needs to evaluate a job's truth.
@@ -162,8 +226,21 @@ impl Job {
             end: None,
             fail_reason: None,
             oom_kills: 0,
+            evictions: 0,
+            node_failures: 0,
+            rescales: 0,
             usage: UsageIntegrals::default(),
             history: Vec::new(),
+            events: Vec::new(),
+            sharding: Sharding::Static,
+            ledger: None,
+            ckpt_ledger: None,
+            worker_rates: Vec::new(),
+            pod_cpu: Vec::new(),
+            worker_samples: std::collections::BTreeMap::new(),
+            migration: None,
+            saving: None,
+            paused: false,
         }
     }
 
@@ -198,7 +275,7 @@ impl Job {
         self.pods
             .iter()
             .map(|&p| &pods[p])
-            .filter(|p| p.role == Role::Ps && p.state == PodState::Running)
+            .filter(|p| p.role == Role::Ps && p.active())
             .map(|p| p.share)
             .fold(0.0, f64::max)
     }
@@ -210,7 +287,7 @@ impl Job {
         let mut first: Option<(f64, usize)> = None;
         for &p in &self.pods {
             let pod = &pods[p];
-            if pod.role != Role::Ps || pod.state != PodState::Running {
+            if pod.role != Role::Ps || !pod.active() {
                 continue;
             }
             let limit = pod.request.mem_mb as f64;
@@ -249,7 +326,7 @@ impl Job {
         self.pods
             .iter()
             .map(|&p| &pods[p])
-            .filter(|p| matches!(p.state, PodState::Starting | PodState::Running))
+            .filter(|p| p.placed())
             .fold(Resources::ZERO, |acc, p| acc + p.request)
     }
 
@@ -285,18 +362,50 @@ impl Job {
         u.mem_used_mb_s += mem * dt;
         u.gpu_alloc_s += f64::from(alloc.gpu) * dt;
         u.gpu_used_s += gpu * dt;
+        // Periodic checkpoints fall at fixed training-time marks; the rate is constant
+        // within this piece, so the samples at the last mark crossed are exact.
+        let mut mark_at = None;
         if self.rate > 0.0 && self.ckpt_interval_s > 0.0 {
-            // Periodic checkpoints fall at fixed training-time marks; the rate is constant
-            // within this piece, so the samples at the last mark crossed are exact.
             let trained = self.train_since_ckpt_s + dt;
             let marks = (trained / self.ckpt_interval_s).floor();
             if marks >= 1.0 {
                 let since_last_mark = trained - marks * self.ckpt_interval_s;
-                self.ckpt_samples = (after - self.rate * since_last_mark).max(before).min(after);
+                mark_at = Some((after - self.rate * since_last_mark).max(before).min(after));
             }
             self.train_since_ckpt_s = trained - marks * self.ckpt_interval_s;
         }
-        self.samples_done = after;
+        if self.rate > 0.0 {
+            for &(p, r) in &self.worker_rates {
+                *self.worker_samples.entry(p).or_insert(0.0) += r * dt;
+            }
+        }
+        let Some(ledger) = self.ledger.as_mut() else {
+            if let Some(at) = mark_at {
+                self.ckpt_samples = at;
+            }
+            self.samples_done = after;
+            return;
+        };
+        let total_rate: f64 = self.worker_rates.iter().map(|&(_, r)| r).sum();
+        let share = |amount: f64| -> Vec<(usize, f64)> {
+            self.worker_rates
+                .iter()
+                .map(|&(p, r)| (p, amount * r / total_rate))
+                .collect()
+        };
+        if total_rate > 0.0 && after > before {
+            match mark_at {
+                Some(at) => {
+                    ledger.advance(&share(at - before));
+                    let saved = ledger.checkpoint();
+                    self.ckpt_samples = saved.samples();
+                    self.ckpt_ledger = Some(saved);
+                    ledger.advance(&share(after - at));
+                }
+                None => ledger.advance(&share(after - before)),
+            }
+        }
+        self.samples_done = ledger.samples().min(self.total_samples());
     }
 
     pub fn steps_done(&self) -> u64 {

@@ -15,6 +15,7 @@ pub mod policy;
 pub mod resources;
 pub mod run;
 pub mod scenario;
+pub mod shards;
 pub mod world;
 
 pub use cluster::{Cluster, Node, Placement};

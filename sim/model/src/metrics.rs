@@ -59,6 +59,11 @@ pub struct Summary {
     /// Pods lost to failures (not OOM), and relaunches, summed over jobs.
     pub pod_failures: u64,
     pub relaunches: u64,
+    /// Pods evicted by co-located services, and pods lost with their node.
+    pub evictions: u64,
+    pub node_failures: u64,
+    /// Elastic changes applied (worker scaling, rescales, pod replacements).
+    pub rescales: u64,
     pub rejected_actions: u64,
     pub makespan_s: f64,
     pub events: u64,
@@ -168,6 +173,9 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
             .iter()
             .map(|j| u64::from(j.restarts[0] + j.restarts[1]))
             .sum(),
+        evictions: jobs.iter().map(|j| u64::from(j.evictions)).sum(),
+        node_failures: jobs.iter().map(|j| u64::from(j.node_failures)).sum(),
+        rescales: jobs.iter().map(|j| u64::from(j.rescales)).sum(),
         rejected_actions: x.rejected_actions,
         makespan_s: jobs
             .iter()
@@ -181,7 +189,7 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
 /// Renders `jobs.csv`: one row per job.
 pub fn jobs_csv(jobs: &[Job]) -> String {
     let mut out = String::from(
-        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches\n",
+        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding\n",
     );
     let opt_s = |t: Option<dlsim_engine::SimTime>| {
         t.map(|t| format!("{:.3}", t.as_secs_f64()))
@@ -200,7 +208,7 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
         let u = &j.usage;
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             j.spec.id,
             j.spec.user,
             j.spec.model,
@@ -225,6 +233,13 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
             j.oom_kills,
             j.pod_failures,
             j.restarts[0] + j.restarts[1],
+            j.evictions,
+            j.node_failures,
+            j.rescales,
+            match j.sharding {
+                crate::policy::Sharding::Static => "static",
+                crate::policy::Sharding::Dynamic => "dynamic",
+            },
         )
         .expect("writing to a String cannot fail");
     }

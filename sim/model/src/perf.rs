@@ -204,6 +204,26 @@ pub fn job_perf(
     ps: &[PsCond],
     pooled: bool,
 ) -> JobPerf {
+    job_perf_detail(p, x, workers, ps, pooled).0
+}
+
+/// Per-pod figures behind a [`JobPerf`], in the order of the inputs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodPerf {
+    /// Samples/s each worker contributes (they sum to the job rate).
+    pub worker_rate: Vec<f64>,
+    pub worker_cpu_used: Vec<f64>,
+    pub ps_cpu_used: Vec<f64>,
+}
+
+/// [`job_perf`] plus the per-pod split the profiler reports.
+pub fn job_perf_detail(
+    p: &ThroughputParams,
+    x: &PerfInputs,
+    workers: &[WorkerCond],
+    ps: &[PsCond],
+    pooled: bool,
+) -> (JobPerf, PodPerf) {
     assert!(
         !workers.is_empty(),
         "a training job has at least one running worker"
@@ -243,17 +263,18 @@ pub fn job_perf(
     } else {
         w * x.batch / t_max
     };
-    let mut worker_cpu_used = 0.0;
+    let mut detail = PodPerf::default();
     let mut gpu_used = 0.0;
     for (c, t) in workers.iter().zip(&iters) {
         // Under static partitioning a fast worker idles once its slice is done.
         let period = if pooled { t.total_s() } else { t_max };
         let busy = ((t.grad_s + 0.1 * (t.emb_s + t.sync_s)) / period).min(1.0);
-        worker_cpu_used += c.cpu * busy;
+        detail.worker_cpu_used.push(c.cpu * busy);
+        detail.worker_rate.push(x.batch / period);
         gpu_used += c.gpus * (t.grad_s / period).min(1.0);
     }
     let t_ref = if pooled { w * x.batch / rate } else { t_max };
-    let ps_cpu_used = ps
+    detail.ps_cpu_used = ps
         .iter()
         .map(|j| {
             let work = p.a_upd * w * j.share / j.cores
@@ -261,14 +282,15 @@ pub fn job_perf(
                 + 0.5 * (p.a_emb * x.batch * x.emb_dim * j.share + p.b_emb);
             j.cores * (work / t_ref).min(1.0)
         })
-        .sum();
-    JobPerf {
+        .collect();
+    let perf = JobPerf {
         rate,
-        worker_cpu_used,
-        ps_cpu_used,
+        worker_cpu_used: detail.worker_cpu_used.iter().sum(),
+        ps_cpu_used: detail.ps_cpu_used.iter().sum(),
         gpu_used,
         slowest,
-    }
+    };
+    (perf, detail)
 }
 
 /// Memory model constants (the hidden truth). Sources: a TensorFlow PS or worker process

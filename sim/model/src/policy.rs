@@ -109,6 +109,96 @@ pub struct ProfileSample {
     pub ps_mem_used_mb_max: f64,
 }
 
+/// How a job's data is split between workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharding {
+    /// TFJob: each worker owns a fixed slice. Losing or adding a worker restarts the job
+    /// from its checkpoint; the slowest worker sets the pace.
+    #[default]
+    Static,
+    /// DLRover: TODO/DOING shard queues. Workers come and go without a restart; a fast
+    /// worker takes more shards.
+    Dynamic,
+}
+
+/// A pod as the cluster API and the job's profiler report it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PodPhase {
+    Pending,
+    Starting,
+    Running,
+}
+
+/// One profiler sample of one running pod (noisy).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PodSample {
+    pub time: SimTime,
+    pub cpu_used: f64,
+    pub mem_used_mb: f64,
+    /// Samples trained per second by this worker (0 for a PS).
+    pub samples_per_s: f64,
+    /// Seconds per step of this worker (0 for a PS).
+    pub step_time_s: f64,
+    /// Samples this worker trained since it started (0 for a PS).
+    pub samples_done: f64,
+}
+
+/// A policy's view of one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodView {
+    /// The pod's id, valid for the whole run (what `ReplacePod` names).
+    pub id: usize,
+    pub role: crate::job::Role,
+    pub phase: PodPhase,
+    pub request: Resources,
+    /// When it was created (pending since) and when it started running.
+    pub created: SimTime,
+    pub running_since: Option<SimTime>,
+    /// The latest profiler sample, if the pod has run through one.
+    pub last: Option<PodSample>,
+    /// Exponentially weighted samples/s of a worker (alpha 0.1 over its samples).
+    pub ewma_samples_per_s: f64,
+}
+
+/// Why a pod stopped, as the cluster reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PodEventKind {
+    Pending,
+    Running,
+    FailedOom,
+    FailedError,
+    Evicted,
+    NodeFailure,
+    /// Stopped by the job's own scaling (removed, replaced or restarted).
+    Stopped,
+}
+
+impl PodEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodEventKind::Pending => "pending",
+            PodEventKind::Running => "running",
+            PodEventKind::FailedOom => "failed_oom",
+            PodEventKind::FailedError => "failed_error",
+            PodEventKind::Evicted => "evicted",
+            PodEventKind::NodeFailure => "node_failure",
+            PodEventKind::Stopped => "stopped",
+        }
+    }
+}
+
+/// A pod life-cycle event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PodEvent {
+    pub time: SimTime,
+    pub pod: usize,
+    pub role: crate::job::Role,
+    pub kind: PodEventKind,
+}
+
 /// A policy's view of one job.
 #[derive(Clone, Debug)]
 pub struct JobView<'a> {
@@ -122,6 +212,17 @@ pub struct JobView<'a> {
     pub steps_done: u64,
     pub history: &'a [ProfileSample],
     pub oom_kills: u32,
+    pub sharding: Sharding,
+    /// The job's pods that hold or wait for resources (not the finished ones). Filled only
+    /// for policies whose [`Policy::observes_pods`] is true: the others never look, and
+    /// building it for every job at every decision would dominate a long replay.
+    pub pods: Vec<PodView>,
+    /// Recent pod events, oldest first.
+    pub events: &'a [PodEvent],
+    /// A rescale (stop-and-restart or migration) is under way; new ones are refused.
+    pub rescaling: bool,
+    /// Relaunches used per role: [PS, worker].
+    pub restarts: [u32; 2],
 }
 
 /// A policy's view of the cluster: aggregate capacity and free space, and active jobs.
@@ -135,17 +236,70 @@ pub struct ClusterView<'a> {
     pub jobs: Vec<JobView<'a>>,
 }
 
+/// How a change of PS count or per-pod resources is carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RescaleMethod {
+    /// Checkpoint to remote storage, stop every pod, start new ones, reload.
+    StopRestart,
+    /// Start the new pods while the old ones train, then pause briefly to move state
+    /// (with a flash checkpoint in memory if the scenario enables it). Falls back to
+    /// stop-and-restart when the scenario disables seamless migration.
+    Migrate,
+}
+
 /// A decision. The world checks each and ignores (and counts) the invalid ones.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Start a submitted job with this configuration.
+    /// Start a submitted job with this configuration and data sharding.
     Launch { job: u64, config: JobConfig },
+    /// Set a started job's worker count. With dynamic sharding new workers join when they
+    /// are up and removed workers return their unfinished shards; with static sharding the
+    /// job is stopped and restarted with the new count.
+    ScaleWorkers { job: u64, workers: u32 },
+    /// Move a started job to a new configuration (PS count, per-pod CPU or memory).
+    Rescale {
+        job: u64,
+        config: JobConfig,
+        method: RescaleMethod,
+    },
+    /// Replace one pod with a new one of this size: a pending pod is re-requested, a
+    /// running worker is swapped once the new one is up, a running PS is migrated (its
+    /// state moved during a short pause).
+    ReplacePod {
+        job: u64,
+        pod: usize,
+        cpu: f64,
+        mem_mb: u64,
+    },
+}
+
+impl Action {
+    /// The trace id of the job the action is about.
+    pub fn job(&self) -> u64 {
+        match self {
+            Action::Launch { job, .. }
+            | Action::ScaleWorkers { job, .. }
+            | Action::Rescale { job, .. }
+            | Action::ReplacePod { job, .. } => *job,
+        }
+    }
 }
 
 /// A scheduler. One implementation per file in the policies crate.
 pub trait Policy {
     /// The canonical spec string, e.g. `static` or `dlrover[rho=2.5]`.
     fn spec(&self) -> String;
+
+    /// How the jobs this policy launches split their data.
+    fn sharding(&self) -> Sharding {
+        Sharding::Static
+    }
+
+    /// Whether the policy reads per-pod views and samples (see [`JobView::pods`]).
+    fn observes_pods(&self) -> bool {
+        false
+    }
 
     /// How often `on_tick` runs; `None` for policies that only act on submission.
     fn tick_interval(&self) -> Option<SimTime> {

@@ -14,6 +14,8 @@ pub struct RunOutput {
     pub summary_json: String,
     pub jobs_csv: String,
     pub timeline_csv: String,
+    /// `observations.csv`, when the scenario traces observations.
+    pub observations_csv: Option<String>,
     pub world: World,
 }
 
@@ -51,6 +53,7 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     RunOutput {
         jobs_csv: metrics::jobs_csv(&world.jobs),
         timeline_csv: metrics::timeline_csv(&world.timeline),
+        observations_csv: world.observations.take(),
         summary,
         summary_json,
         world,
@@ -63,6 +66,9 @@ impl RunOutput {
         std::fs::create_dir_all(dir)?;
         metrics::write_atomic(dir, "summary.json", self.summary_json.as_bytes())?;
         metrics::write_atomic(dir, "jobs.csv", self.jobs_csv.as_bytes())?;
+        if let Some(obs) = &self.observations_csv {
+            metrics::write_atomic(dir, "observations.csv", obs.as_bytes())?;
+        }
         metrics::write_atomic(dir, "timeline.csv", self.timeline_csv.as_bytes())
     }
 }

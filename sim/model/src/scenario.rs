@@ -38,6 +38,8 @@ pub struct ScenarioFile {
     pub faults: crate::faults::FaultConfig,
     #[serde(default)]
     pub recovery: crate::faults::RecoveryConfig,
+    #[serde(default)]
+    pub elasticity: crate::faults::ElasticityConfig,
     /// Sampling interval of `timeline.csv` and of the profiles policies observe.
     #[serde(default = "default_timeline_s")]
     pub timeline_interval_s: u64,
@@ -215,6 +217,9 @@ pub struct Scenario {
     pub file: ScenarioFile,
     pub nodes: Vec<Node>,
     pub jobs: Vec<JobSpec>,
+    /// Record what policies observe into `observations.csv` (a run option, not a file
+    /// field: `dlsim replay --trace-observations`).
+    pub trace_observations: bool,
 }
 
 impl Scenario {
@@ -259,7 +264,11 @@ impl Scenario {
                 "bandwidth and gpu_core_equiv must be > 0".into(),
             ));
         }
-        for check in [file.faults.validate(), file.recovery.validate()] {
+        for check in [
+            file.faults.validate(),
+            file.recovery.validate(),
+            file.elasticity.validate(),
+        ] {
             if let Err((field, msg)) = check {
                 return Err(at(field, msg));
             }
@@ -308,6 +317,7 @@ impl Scenario {
             file,
             nodes,
             jobs,
+            trace_observations: false,
         })
     }
 }
@@ -372,12 +382,11 @@ fn load_nodes(
             g.name.clone()
         };
         for i in 0..g.count {
-            nodes.push(Node {
-                name: format!("{prefix}-{i}"),
-                capacity: Resources::new(g.cores, (g.mem_gb * 1024.0).round() as u64, g.gpus),
-                allocated: Resources::ZERO,
-                gpu_model: g.gpu_model.clone(),
-            });
+            nodes.push(Node::new(
+                format!("{prefix}-{i}"),
+                Resources::new(g.cores, (g.mem_gb * 1024.0).round() as u64, g.gpus),
+                g.gpu_model.clone(),
+            ));
         }
     }
     if let Some(list) = &spec.node_list {
@@ -439,12 +448,11 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
         } else {
             0
         };
-        nodes.push(Node {
-            name: cols[0].to_string(),
-            capacity: Resources::new(cores, (mem_gb * 1024.0).round() as u64, gpus),
-            allocated: Resources::ZERO,
-            gpu_model: cols.get(4).map(|s| s.to_string()).unwrap_or_default(),
-        });
+        nodes.push(Node::new(
+            cols[0].to_string(),
+            Resources::new(cores, (mem_gb * 1024.0).round() as u64, gpus),
+            cols.get(4).map(|s| s.to_string()).unwrap_or_default(),
+        ));
     }
     Ok(nodes)
 }

@@ -1,21 +1,44 @@
 //! `static`: every job runs with the configuration in its trace record, unchanged for its
 //! whole life. This is the papers' "w/o DLRover" baseline, a user-configured TFJob.
+//! `static[sharding=dynamic]` keeps the configuration but feeds data through DLRover's
+//! dynamic shard queues, which isolates what dynamic sharding alone buys under faults.
 
 use crate::spec::{PolicySpec, SpecError};
-use dlsim_model::policy::{Action, ClusterView, JobView, Policy};
+use dlsim_model::policy::{Action, ClusterView, JobView, Policy, Sharding};
 
-pub struct Static;
+pub struct Static {
+    sharding: Sharding,
+}
 
 impl Static {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&[])?;
-        Ok(Static)
+        spec.only(&["sharding"])?;
+        let sharding = match spec.params.get("sharding").map(String::as_str) {
+            None | Some("static") => Sharding::Static,
+            Some("dynamic") => Sharding::Dynamic,
+            Some(v) => {
+                return Err(SpecError::BadValue {
+                    policy: spec.name.clone(),
+                    key: "sharding".into(),
+                    value: v.into(),
+                    why: "expected static or dynamic".into(),
+                })
+            }
+        };
+        Ok(Static { sharding })
     }
 }
 
 impl Policy for Static {
     fn spec(&self) -> String {
-        "static".into()
+        match self.sharding {
+            Sharding::Static => "static".into(),
+            Sharding::Dynamic => "static[sharding=dynamic]".into(),
+        }
+    }
+
+    fn sharding(&self) -> Sharding {
+        self.sharding
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
@@ -31,8 +54,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn static_takes_no_parameters() {
+    fn static_takes_only_a_sharding_mode() {
         assert!(crate::build("static").is_ok());
+        assert_eq!(
+            crate::build("static[sharding=dynamic]").unwrap().sharding(),
+            Sharding::Dynamic
+        );
+        assert!(crate::build("static[sharding=x]").is_err());
         assert!(crate::build("static[x=1]").is_err());
         assert!(matches!(
             crate::build("nope"),

@@ -4,17 +4,24 @@
 //! arrival and on their tick, and their actions are validated and applied here.
 
 use crate::cluster::Cluster;
-use crate::faults::{FaultConfig, RecoveryConfig};
+use crate::faults::{ElasticityConfig, FaultConfig, RecoveryConfig};
 use crate::job::{FailReason, Job, Pod, PodState, Role, TruthEnv};
 use crate::metrics::TimelineRow;
 use crate::perf::{self, PsCond, WorkerCond};
-use crate::policy::{Action, ClusterView, JobConfig, JobPhase, JobView, Policy, ProfileSample};
+use crate::policy::{
+    Action, ClusterView, JobConfig, JobPhase, JobView, PodEventKind, Policy, ProfileSample,
+    Sharding,
+};
 use crate::scenario::Scenario;
+use crate::shards::ShardLedger;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 
+mod cloud;
+mod elastic;
+mod observe;
 mod recovery;
 
 /// Everything that can happen in a run.
@@ -27,17 +34,41 @@ pub enum Event {
     /// A placed pod finished starting and is now running.
     PodReady(usize),
     /// The job reaches its total samples, if its rate did not change (`generation`).
-    JobComplete { job: usize, generation: u64 },
+    JobComplete {
+        job: usize,
+        generation: u64,
+    },
     /// A PS of the job exceeds its memory limit, if its rate did not change.
-    Oom { job: usize, generation: u64 },
+    Oom {
+        job: usize,
+        generation: u64,
+    },
     /// A pod dies (hardware, kernel, network), if it is still alive.
     PodFail(usize),
     /// A restarted job finished reloading its checkpoint, if it was not restarted again.
-    Resume { job: usize, epoch: u64 },
+    Resume {
+        job: usize,
+        epoch: u64,
+    },
     /// The policy's periodic decision point.
     PolicyTick,
     /// Record the timeline and the profiles policies observe.
     Sample,
+    /// A node fails (every pod on it fails) / comes back after repair.
+    NodeFail(usize),
+    NodeRepair(usize),
+    /// Co-located services' demand is re-evaluated on every node that hosts them.
+    Colocation,
+    /// A stop-and-restart finished saving its checkpoint, if the job was not restarted.
+    StopSaved {
+        job: usize,
+        epoch: u64,
+    },
+    /// A migration's pause is over: the new pods take over.
+    SwitchDone {
+        job: usize,
+        epoch: u64,
+    },
 }
 
 pub struct World {
@@ -64,6 +95,13 @@ pub struct World {
     faults: FaultConfig,
     recovery: RecoveryConfig,
     fault_rng: SimRng,
+    elasticity: ElasticityConfig,
+    cloud: cloud::CloudState,
+    observe_pods: bool,
+    /// Placed pods per node (for node failures and co-located services).
+    on_node: Vec<BTreeSet<usize>>,
+    /// `observations.csv` rows, when the run traces what policies see.
+    pub observations: Option<String>,
     pub timeline: Vec<TimelineRow>,
     pub rejected_actions: u64,
 }
@@ -110,6 +148,8 @@ impl World {
         if let Some(every) = policy.tick_interval() {
             queue.push(every, Event::PolicyTick);
         }
+        let cloud = cloud::CloudState::new(&streams, &f.faults, scenario.nodes.len(), queue);
+        let observe_pods = policy.observes_pods() || scenario.trace_observations;
         World {
             cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
             unfinished: jobs.len(),
@@ -139,6 +179,13 @@ impl World {
             faults: f.faults.clone(),
             recovery: f.recovery.clone(),
             fault_rng: streams.stream("faults"),
+            elasticity: f.elasticity.clone(),
+            cloud,
+            observe_pods,
+            on_node: vec![BTreeSet::new(); scenario.nodes.len()],
+            observations: scenario
+                .trace_observations
+                .then(|| observe::OBSERVATIONS_HEADER.to_string()),
             timeline: Vec::new(),
             rejected_actions: 0,
         }
@@ -174,11 +221,14 @@ impl World {
             jobs: self
                 .active
                 .iter()
-                .map(|&j| job_view(&self.jobs[j]))
+                .map(|&j| job_view(&self.jobs[j], &self.pods, self.observe_pods))
                 .collect(),
         };
         let actions = match arrival {
-            Some(j) => self.policy.on_submit(&job_view(&self.jobs[j]), &view),
+            Some(j) => self.policy.on_submit(
+                &job_view(&self.jobs[j], &self.pods, self.observe_pods),
+                &view,
+            ),
             None => self.policy.on_tick(&view),
         };
         self.apply(now, actions, queue);
@@ -188,6 +238,7 @@ impl World {
         for action in actions {
             match action {
                 Action::Launch { job, config } => self.launch(now, job, config, queue),
+                other => self.apply_elastic(now, other, queue),
             }
         }
     }
@@ -221,17 +272,19 @@ impl World {
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));
             return;
         }
+        let sharding = self.policy.sharding();
+        let shard_samples =
+            f64::from(self.elasticity.shard_batches) * f64::from(self.jobs[j].spec.batch_size);
         let job = &mut self.jobs[j];
         job.config = config;
         job.phase = JobPhase::Starting;
         job.last_update = now;
         job.ckpt_interval_s = self.recovery.checkpoint_interval_s;
-        for share in self.draw_ps_shares(config.ps) {
-            self.add_pod(j, Role::Ps, config.ps_request(), share);
+        job.sharding = sharding;
+        if sharding == Sharding::Dynamic {
+            job.ledger = Some(ShardLedger::new(job.total_samples(), shard_samples));
         }
-        for _ in 0..config.workers {
-            self.add_pod(j, Role::Worker, config.worker_request(), 0.0);
-        }
+        self.add_config_pods(now, j, &config, false);
         self.active.insert(j);
         self.queue_schedule(now, queue);
     }
@@ -256,6 +309,7 @@ impl World {
             }
             match self.cluster.place(&req) {
                 Some(node) => {
+                    self.on_node[node].insert(p);
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;
                     pod.node = Some(node);
@@ -280,8 +334,18 @@ impl World {
             return; // The job ended while this pod was starting.
         }
         self.pods[p].state = PodState::Running;
+        self.pods[p].running_since = Some(now);
         let j = self.pods[p].job;
         self.jobs[j].advance(now, &self.pods);
+        self.pod_event(now, p, PodEventKind::Running);
+        if self.pods[p].standby {
+            self.arm_pod_failure(now, p, queue);
+            self.standby_ready(now, j, queue);
+            return;
+        }
+        if let Some(old) = self.pods[p].replaces.take() {
+            self.retire_pod(now, old, PodEventKind::Stopped);
+        }
         match self.pods[p].role {
             Role::Ps => {
                 self.jobs[j].running_ps += 1;
@@ -298,7 +362,10 @@ impl World {
     fn update_phase(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
         let reload = SimTime::from_secs_f64_ceil(self.recovery.reload_s);
         let job = &mut self.jobs[j];
-        let trainable = job.running_ps == job.config.ps && job.running_workers >= 1;
+        let trainable = job.running_ps == job.config.ps
+            && job.running_workers >= 1
+            && job.saving.is_none()
+            && !job.paused;
         if !trainable && job.phase == JobPhase::Training {
             job.phase = JobPhase::Starting;
         }
@@ -331,13 +398,14 @@ impl World {
         let training = job.phase == JobPhase::Training;
         let mut workers = Vec::new();
         let mut ps = Vec::new();
+        let (mut worker_ids, mut ps_ids) = (Vec::new(), Vec::new());
         if training {
             for &p in &job.pods {
                 let pod = &self.pods[p];
-                if pod.state != PodState::Running {
+                if !pod.active() {
                     continue;
                 }
-                let cpu = pod.request.cpu_cores() * pod.cpu_factor;
+                let cpu = pod.effective_cpu();
                 match pod.role {
                     Role::Worker => {
                         let gpus = f64::from(pod.request.gpu);
@@ -346,11 +414,15 @@ impl World {
                             cores: cpu + gpus * gpu_equiv,
                             gpus,
                         });
+                        worker_ids.push(p);
                     }
-                    Role::Ps => ps.push(PsCond {
-                        share: pod.share,
-                        cores: cpu,
-                    }),
+                    Role::Ps => {
+                        ps.push(PsCond {
+                            share: pod.share,
+                            cores: cpu,
+                        });
+                        ps_ids.push(p);
+                    }
                 }
             }
         }
@@ -361,15 +433,28 @@ impl World {
         };
         let job = &mut self.jobs[j];
         job.generation += 1;
+        job.worker_rates.clear();
+        job.pod_cpu.clear();
         if !training {
             job.rate = 0.0;
             job.perf = None;
             return;
         }
-        let jp = perf::job_perf(&job.truth, &inputs, &workers, &ps, false);
+        let pooled = job.sharding == Sharding::Dynamic;
+        let (jp, detail) = perf::job_perf_detail(&job.truth, &inputs, &workers, &ps, pooled);
         // Checkpoint stalls are spread evenly over training time (see RecoveryConfig).
         job.rate = jp.rate * duty;
         job.perf = Some(jp);
+        for (&p, &r) in worker_ids.iter().zip(&detail.worker_rate) {
+            job.worker_rates.push((p, r * duty));
+            if let Some(ledger) = job.ledger.as_mut() {
+                ledger.join(p);
+            }
+        }
+        job.pod_cpu
+            .extend(worker_ids.iter().copied().zip(detail.worker_cpu_used));
+        job.pod_cpu
+            .extend(ps_ids.iter().copied().zip(detail.ps_cpu_used));
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
             queue.push(now, Event::Oom { job: j, generation });
@@ -402,8 +487,9 @@ impl World {
             let pod = &mut self.pods[p];
             match pod.state {
                 PodState::Starting | PodState::Running => {
-                    self.cluster
-                        .release(pod.node.expect("placed pod has a node"), &pod.request);
+                    let node = pod.node.expect("placed pod has a node");
+                    self.cluster.release(node, &pod.request);
+                    self.on_node[node].remove(&p);
                 }
                 PodState::Pending => {
                     self.pending
@@ -424,6 +510,22 @@ impl World {
         job.running_workers = 0;
         job.pending_pods = 0;
         job.generation += 1;
+        job.migration = None;
+        job.saving = None;
+        job.paused = false;
+        job.worker_rates.clear();
+        job.pod_cpu.clear();
+        if phase == JobPhase::Completed {
+            if let Some(ledger) = job.ledger.as_mut() {
+                // The fluid completion instant is rounded up to a millisecond, so at most a
+                // rounding error of samples can be missing here; anything more is lost work.
+                ledger.finish(1e-6 * job.spec.total_samples() + 1.0);
+                if let Err(e) = ledger.check_exactly_once() {
+                    panic!("job {}: shard invariant violated: {e}", job.spec.id);
+                }
+                job.samples_done = ledger.done_samples();
+            }
+        }
         self.active.remove(&j);
         self.unfinished -= 1;
     }
@@ -468,6 +570,9 @@ impl World {
             }
             job.history.push(sample);
         }
+        if self.observe_pods {
+            self.sample_pods(now);
+        }
         let alloc = self.cluster.allocated();
         self.timeline.push(TimelineRow {
             time_s: now.as_ms() / 1000,
@@ -487,7 +592,7 @@ impl World {
     }
 }
 
-fn job_view(job: &Job) -> JobView<'_> {
+fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
     JobView {
         request: &job.request,
         phase: job.phase,
@@ -498,6 +603,18 @@ fn job_view(job: &Job) -> JobView<'_> {
         steps_done: job.steps_done(),
         history: &job.history,
         oom_kills: job.oom_kills,
+        sharding: job.sharding,
+        pods: if with_pods {
+            job.pods
+                .iter()
+                .filter_map(|&p| observe::pod_view(p, &pods[p]))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        events: &job.events,
+        rescaling: job.migration.is_some() || job.saving.is_some(),
+        restarts: job.restarts,
     }
 }
 
@@ -538,6 +655,19 @@ impl dlsim_engine::World for World {
                 }
             }
             Event::Sample => self.sample(now, queue),
+            Event::NodeFail(n) => self.node_failed(now, n, queue),
+            Event::NodeRepair(n) => self.node_repaired(now, n, queue),
+            Event::Colocation => self.colocation(now, queue),
+            Event::StopSaved { job, epoch } => {
+                if self.jobs[job].epoch == epoch && self.jobs[job].is_active() {
+                    self.stop_saved(now, job, queue);
+                }
+            }
+            Event::SwitchDone { job, epoch } => {
+                if self.jobs[job].epoch == epoch && self.jobs[job].is_active() {
+                    self.switch_done(now, job, queue);
+                }
+            }
         }
     }
 

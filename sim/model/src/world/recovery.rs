@@ -1,14 +1,22 @@
 //! Pod creation with injected conditions (stragglers, hot PS), pod failures, OOM kills,
 //! relaunch with a restart budget, and restart from the last checkpoint.
 //!
-//! Recovery semantics (a TFJob with static data partitioning): losing any pod restarts the
-//! job from its last periodic checkpoint. Progress since that checkpoint is lost, the failed
-//! pod is relaunched (counting against its role's budget), and once every PS and a worker
-//! run again the job reloads the checkpoint (`recovery.reload_s`) before training resumes.
+//! Recovery semantics. With static data partitioning (a TFJob), losing any pod restarts
+//! the job from its last periodic checkpoint: progress since that checkpoint is lost, the
+//! failed pod is relaunched (counting against its role's budget), and once every PS and a
+//! worker run again the job reloads the checkpoint (`recovery.reload_s`) before training
+//! resumes. With dynamic sharding, losing a worker only returns its DOING shard to TODO
+//! (its partial progress is lost) and the others train on; losing a PS still restarts the
+//! job from the checkpoint, shard ledger included.
+//!
+//! Budgets: pod errors, OOM kills and node failures count against the role's restart
+//! budget; evictions by co-located services do not (open-source DLRover always relaunches
+//! killed or evicted pods).
 
 use super::{Event, World};
 use crate::job::{FailReason, Pod, PodState, Role};
-use crate::policy::JobPhase;
+use crate::policy::{JobConfig, JobPhase, PodEventKind, Sharding};
+use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
 use rand::Rng;
@@ -19,12 +27,26 @@ use std::cmp::Reverse;
 pub enum Cause {
     Failure,
     Oom,
+    Evicted,
+    NodeFailure,
+}
+
+impl Cause {
+    fn event(self) -> PodEventKind {
+        match self {
+            Cause::Failure => PodEventKind::FailedError,
+            Cause::Oom => PodEventKind::FailedOom,
+            Cause::Evicted => PodEventKind::Evicted,
+            Cause::NodeFailure => PodEventKind::NodeFailure,
+        }
+    }
 }
 
 impl World {
     /// Queues a new pending pod for job `j`, drawing whether it lands as a straggler.
     pub(super) fn add_pod(
         &mut self,
+        now: SimTime,
         j: usize,
         role: Role,
         request: Resources,
@@ -49,12 +71,84 @@ impl World {
             node: None,
             cpu_factor,
             share,
+            throttle: 1.0,
+            standby: false,
+            replaces: None,
+            created: now,
+            running_since: None,
+            last_sample: None,
+            ewma_rate: 0.0,
         });
         let job = &mut self.jobs[j];
         job.pods.push(p);
         job.pending_pods += 1;
         self.pending.insert((Reverse(job.spec.priority), j, p));
+        self.pod_event(now, p, PodEventKind::Pending);
         p
+    }
+
+    /// Queues every pod of `config` for job `j` (PS shares drawn afresh); `standby` pods
+    /// are the new side of a migration. Returns the new pods.
+    pub(super) fn add_config_pods(
+        &mut self,
+        now: SimTime,
+        j: usize,
+        config: &JobConfig,
+        standby: bool,
+    ) -> Vec<usize> {
+        let mut added = Vec::new();
+        for share in self.draw_ps_shares(config.ps) {
+            added.push(self.add_pod(now, j, Role::Ps, config.ps_request(), share));
+        }
+        for _ in 0..config.workers {
+            added.push(self.add_pod(now, j, Role::Worker, config.worker_request(), 0.0));
+        }
+        for &p in &added {
+            self.pods[p].standby = standby;
+        }
+        added
+    }
+
+    /// Stops a pod the job no longer wants (removed, replaced, or left behind by a
+    /// rescale): returns its resources and, for a training worker, its DOING shard.
+    /// Call after `advance(now)`; the caller refreshes the job's rate.
+    pub(super) fn retire_pod(&mut self, now: SimTime, p: usize, why: PodEventKind) {
+        let j = self.pods[p].job;
+        match self.pods[p].state {
+            PodState::Finished => return,
+            PodState::Pending => {
+                self.pending
+                    .remove(&(Reverse(self.jobs[j].spec.priority), j, p));
+                self.jobs[j].pending_pods -= 1;
+            }
+            PodState::Starting | PodState::Running => {
+                let pod = &self.pods[p];
+                let node = pod.node.expect("placed pod has a node");
+                self.cluster.release(node, &pod.request);
+                self.on_node[node].remove(&p);
+            }
+        }
+        let pod = self.pods[p].clone();
+        self.pods[p].state = PodState::Finished;
+        let job = &mut self.jobs[j];
+        // Only live pods stay in the job's list, so per-job scans stay short.
+        job.pods.retain(|&q| q != p);
+        if pod.active() {
+            match pod.role {
+                Role::Ps => {
+                    job.running_ps -= 1;
+                    job.ps_share_running -= pod.share;
+                }
+                Role::Worker => {
+                    job.running_workers -= 1;
+                    if let Some(ledger) = job.ledger.as_mut() {
+                        ledger.leave(p);
+                        job.samples_done = ledger.samples();
+                    }
+                }
+            }
+        }
+        self.pod_event(now, p, why);
     }
 
     /// Parameter shares of `ps` servers: equal, unless the job is drawn to have a hot PS,
@@ -103,9 +197,10 @@ impl World {
         let job = &self.jobs[j];
         let worker_over = job.worker_mem_used_mb() > job.config.worker_mem_mb as f64;
         let victim = if worker_over {
-            job.pods.iter().copied().find(|&p| {
-                self.pods[p].role == Role::Worker && self.pods[p].state == PodState::Running
-            })
+            job.pods
+                .iter()
+                .copied()
+                .find(|&p| self.pods[p].role == Role::Worker && self.pods[p].active())
         } else {
             job.ps_oom_at_samples(&self.pods).map(|(_, p)| p)
         };
@@ -128,26 +223,33 @@ impl World {
         let j = self.pods[p].job;
         self.jobs[j].advance(now, &self.pods);
         let pod = self.pods[p].clone();
-        let was_running = pod.state == PodState::Running;
-        self.cluster
-            .release(pod.node.expect("placed pod has a node"), &pod.request);
-        self.pods[p].state = PodState::Finished;
-        let job = &mut self.jobs[j];
-        if was_running {
-            match pod.role {
-                Role::Ps => {
-                    job.running_ps -= 1;
-                    job.ps_share_running -= pod.share;
-                }
-                Role::Worker => job.running_workers -= 1,
+        let standby_side = pod.standby || self.is_replacement(p);
+        if self.jobs[j].migration.is_some() {
+            // Any loss aborts a migration in flight: its new pods are given back.
+            self.abort_migration(now, j);
+            if standby_side {
+                self.count_loss(j, cause);
+                self.update_phase(now, j, queue);
+                self.queue_schedule(now, queue);
+                return;
             }
         }
-        match cause {
-            Cause::Oom => job.oom_kills += 1,
-            Cause::Failure => job.pod_failures += 1,
+        if self.pods[p].state == PodState::Finished {
+            return;
         }
+        self.retire_pod(now, p, cause.event());
+        self.count_loss(j, cause);
+        if pod.replaces.is_some() {
+            // A replacement died before taking over: the old pod simply stays.
+            self.update_phase(now, j, queue);
+            self.queue_schedule(now, queue);
+            return;
+        }
+        let job = &mut self.jobs[j];
         let role_idx = usize::from(pod.role == Role::Worker);
-        job.restarts[role_idx] += 1;
+        if cause != Cause::Evicted {
+            job.restarts[role_idx] += 1;
+        }
         let over_budget = job.restarts[role_idx] > self.recovery.restart_budget;
         let ps_lost_for_good = pod.role == Role::Ps
             && self.recovery.checkpoint_interval_s <= 0.0
@@ -156,20 +258,19 @@ impl World {
             let reason = match (cause, ps_lost_for_good && !over_budget) {
                 (_, true) => FailReason::PsLost,
                 (Cause::Oom, false) => FailReason::Oom,
-                (Cause::Failure, false) => FailReason::PodFailures,
+                (Cause::NodeFailure, false) => FailReason::NodeFailures,
+                (Cause::Failure | Cause::Evicted, false) => FailReason::PodFailures,
             };
             self.end_job(now, j, JobPhase::Failed, Some(reason));
             self.queue_schedule(now, queue);
             return;
         }
-        // Restart from the last checkpoint: everything since it is lost.
-        job.samples_done = job.ckpt_samples;
-        job.train_since_ckpt_s = 0.0;
-        job.needs_reload = job.ckpt_samples > 0.0;
-        job.reloading = false;
-        job.epoch += 1;
-        if job.phase == JobPhase::Training {
-            job.phase = JobPhase::Starting;
+        let elastic_worker = pod.role == Role::Worker && job.sharding == Sharding::Dynamic;
+        if !elastic_worker {
+            // Restart from the last checkpoint: everything since it is lost. A
+            // stop-and-restart that was saving is superseded by it.
+            self.restart_from_checkpoint(j);
+            self.jobs[j].saving = None;
         }
         let mut request = pod.request;
         if cause == Cause::Oom {
@@ -179,8 +280,43 @@ impl World {
                 request.mem_mb = pod.request.mem_mb;
             }
         }
-        self.add_pod(j, pod.role, request, pod.share);
+        self.add_pod(now, j, pod.role, request, pod.share);
         self.update_phase(now, j, queue);
         self.queue_schedule(now, queue);
+    }
+
+    fn count_loss(&mut self, j: usize, cause: Cause) {
+        let job = &mut self.jobs[j];
+        match cause {
+            Cause::Oom => job.oom_kills += 1,
+            Cause::Failure => job.pod_failures += 1,
+            Cause::Evicted => job.evictions += 1,
+            Cause::NodeFailure => job.node_failures += 1,
+        }
+    }
+
+    fn is_replacement(&self, p: usize) -> bool {
+        self.pods[p].replaces.is_some()
+    }
+
+    /// Rolls a job back to its last checkpoint (progress and, with dynamic sharding, the
+    /// shard ledger); it reloads the checkpoint once its pods are back.
+    pub(super) fn restart_from_checkpoint(&mut self, j: usize) {
+        let job = &mut self.jobs[j];
+        job.samples_done = job.ckpt_samples;
+        if let Some(ledger) = job.ledger.as_mut() {
+            match &job.ckpt_ledger {
+                Some(saved) => ledger.restore(saved),
+                None => *ledger = ShardLedger::new(ledger.total_samples(), ledger.shard_samples()),
+            }
+            job.samples_done = ledger.samples();
+        }
+        job.train_since_ckpt_s = 0.0;
+        job.needs_reload = job.ckpt_samples > 0.0;
+        job.reloading = false;
+        job.epoch += 1;
+        if job.phase == JobPhase::Training {
+            job.phase = JobPhase::Starting;
+        }
     }
 }

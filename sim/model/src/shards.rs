@@ -1,0 +1,300 @@
+//! Dynamic data sharding (DLRover): the dataset is cut into shards of a fixed number of
+//! samples, kept in a TODO queue; a worker takes one (DOING), trains it, and it is DONE. A
+//! worker that fails or is removed returns its DOING shard to the head of TODO and its
+//! partial progress on it is lost. A checkpoint records the ledger with DOING shards
+//! returned to TODO, so a restart from it retrains exactly the shards it had not finished.
+//!
+//! Shards are tracked one by one (`done_count` per shard id), so the invariant "every shard
+//! was trained exactly once by the end of the job" is checked, not assumed
+//! ([`ShardLedger::check_exactly_once`]).
+//!
+//! Simplification: the ledger is advanced by the job's fluid progress, `rate * dt`, shared
+//! between workers in proportion to their speeds. At the very end, when the TODO queue is
+//! empty, a worker that runs out of shards hands its remaining speed to the shards still
+//! in progress (as if the tail were split), so the job's completion time is the fluid one
+//! and the straggler tail of the last shards is not modelled. Hence a straggler's smaller
+//! shards change nothing in the simulator beyond the partial progress lost on failure.
+
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardLedger {
+    shard_samples: f64,
+    total_samples: f64,
+    /// Times each shard was completed, in the surviving model state.
+    done_count: Vec<u8>,
+    todo: VecDeque<u32>,
+    next_fresh: u32,
+    /// Worker pod -> (shard, samples trained on it so far).
+    doing: BTreeMap<usize, (u32, f64)>,
+    done: u32,
+    done_samples: f64,
+}
+
+impl ShardLedger {
+    /// A ledger for `total_samples`, cut into shards of `shard_samples` (the last shard
+    /// takes the remainder).
+    pub fn new(total_samples: f64, shard_samples: f64) -> Self {
+        assert!(total_samples > 0.0 && shard_samples > 0.0);
+        let n = (total_samples / shard_samples).ceil().max(1.0) as u32;
+        ShardLedger {
+            shard_samples,
+            total_samples,
+            done_count: vec![0; n as usize],
+            todo: VecDeque::new(),
+            next_fresh: 0,
+            doing: BTreeMap::new(),
+            done: 0,
+            done_samples: 0.0,
+        }
+    }
+
+    pub fn total_samples(&self) -> f64 {
+        self.total_samples
+    }
+
+    pub fn shard_samples(&self) -> f64 {
+        self.shard_samples
+    }
+
+    pub fn shards(&self) -> u32 {
+        self.done_count.len() as u32
+    }
+
+    pub fn done(&self) -> u32 {
+        self.done
+    }
+
+    /// Shards waiting in TODO (returned ones plus never-served ones).
+    pub fn todo_len(&self) -> u32 {
+        self.todo.len() as u32 + (self.shards() - self.next_fresh)
+    }
+
+    pub fn doing_len(&self) -> u32 {
+        self.doing.len() as u32
+    }
+
+    fn size(&self, shard: u32) -> f64 {
+        let start = f64::from(shard) * self.shard_samples;
+        (self.total_samples - start).min(self.shard_samples)
+    }
+
+    /// Samples in DONE shards plus partial progress on DOING shards.
+    pub fn samples(&self) -> f64 {
+        self.done_samples + self.doing.values().map(|&(_, s)| s).sum::<f64>()
+    }
+
+    pub fn done_samples(&self) -> f64 {
+        self.done_samples
+    }
+
+    fn take(&mut self) -> Option<u32> {
+        if let Some(s) = self.todo.pop_front() {
+            return Some(s);
+        }
+        (self.next_fresh < self.shards()).then(|| {
+            self.next_fresh += 1;
+            self.next_fresh - 1
+        })
+    }
+
+    /// A worker starts (or resumes) taking shards.
+    pub fn join(&mut self, worker: usize) {
+        if !self.doing.contains_key(&worker) {
+            if let Some(s) = self.take() {
+                self.doing.insert(worker, (s, 0.0));
+            }
+        }
+    }
+
+    /// A worker leaves (failed or removed): its DOING shard goes back to TODO and its
+    /// partial progress is lost. Returns the samples lost.
+    pub fn leave(&mut self, worker: usize) -> f64 {
+        match self.doing.remove(&worker) {
+            Some((s, progress)) => {
+                self.todo.push_front(s);
+                progress
+            }
+            None => 0.0,
+        }
+    }
+
+    fn complete(&mut self, shard: u32) {
+        self.done_count[shard as usize] += 1;
+        self.done += 1;
+        self.done_samples += self.size(shard);
+    }
+
+    /// Trains `amount[i]` samples on worker `amount[i].0`'s shards, taking new shards as
+    /// they finish. Work a worker cannot place (TODO empty) goes to the shards still DOING.
+    pub fn advance(&mut self, amounts: &[(usize, f64)]) {
+        let mut spare = 0.0;
+        for &(worker, amount) in amounts {
+            let mut left = amount;
+            while left > 0.0 {
+                let Some(&(shard, progress)) = self.doing.get(&worker) else {
+                    match self.take() {
+                        Some(s) => {
+                            self.doing.insert(worker, (s, 0.0));
+                            continue;
+                        }
+                        None => {
+                            spare += left;
+                            break;
+                        }
+                    }
+                };
+                let need = self.size(shard) - progress;
+                if left >= need {
+                    left -= need;
+                    self.doing.remove(&worker);
+                    self.complete(shard);
+                    if let Some(s) = self.take() {
+                        self.doing.insert(worker, (s, 0.0));
+                    }
+                } else {
+                    self.doing.insert(worker, (shard, progress + left));
+                    left = 0.0;
+                }
+            }
+        }
+        // The tail: spare capacity finishes the shards still in progress, lowest pod first.
+        while spare > 0.0 {
+            let Some((&worker, &(shard, progress))) = self.doing.iter().next() else {
+                break;
+            };
+            let need = self.size(shard) - progress;
+            if spare >= need {
+                spare -= need;
+                self.doing.remove(&worker);
+                self.complete(shard);
+            } else {
+                self.doing.insert(worker, (shard, progress + spare));
+                spare = 0.0;
+            }
+        }
+    }
+
+    /// Completes whatever is left within `tolerance` samples (float rounding at the fluid
+    /// completion instant). Panics if more than that is missing: progress was lost.
+    pub fn finish(&mut self, tolerance: f64) {
+        let missing = self.total_samples - self.samples();
+        assert!(
+            missing <= tolerance,
+            "job completed with {missing} samples untrained"
+        );
+        let doing: Vec<u32> = self.doing.values().map(|&(s, _)| s).collect();
+        self.doing.clear();
+        for s in doing {
+            self.complete(s);
+        }
+        while let Some(s) = self.take() {
+            // Only reachable with a sub-tolerance remainder shard.
+            self.complete(s);
+        }
+    }
+
+    /// The state a checkpoint saves: DOING shards back in TODO, partial progress dropped.
+    pub fn checkpoint(&self) -> ShardLedger {
+        let mut saved = self.clone();
+        let doing: Vec<u32> = saved.doing.values().map(|&(s, _)| s).collect();
+        saved.doing.clear();
+        for s in doing.into_iter().rev() {
+            saved.todo.push_front(s);
+        }
+        saved
+    }
+
+    /// Restores a checkpoint: DOING shards of the current workers restart from `saved`.
+    pub fn restore(&mut self, saved: &ShardLedger) {
+        *self = saved.clone();
+    }
+
+    /// The exactly-once invariant: every shard completed once, none twice, none lost.
+    pub fn check_exactly_once(&self) -> Result<(), String> {
+        for (i, &c) in self.done_count.iter().enumerate() {
+            if c != 1 {
+                return Err(format!("shard {i} trained {c} times"));
+            }
+        }
+        if !self.doing.is_empty() || self.todo_len() != 0 {
+            return Err("shards left in TODO/DOING".into());
+        }
+        Ok(())
+    }
+
+    /// Bookkeeping consistency at any instant: each shard is in exactly one of TODO,
+    /// DOING, DONE, or not yet served.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        let mut seen = vec![0u8; self.done_count.len()];
+        for &s in &self.todo {
+            seen[s as usize] += 1;
+        }
+        for &(s, _) in self.doing.values() {
+            seen[s as usize] += 1;
+        }
+        for (i, c) in self.done_count.iter().enumerate() {
+            let fresh = u32::from(i as u32 >= self.next_fresh);
+            let total = u32::from(seen[i]) + u32::from(*c) + fresh;
+            if total != 1 {
+                return Err(format!(
+                    "shard {i}: {total} places (todo/doing {}, done {c}, fresh {fresh})",
+                    seen[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_returns_the_shard_and_loses_its_progress() {
+        let mut l = ShardLedger::new(1000.0, 100.0);
+        l.join(1);
+        l.join(2);
+        l.advance(&[(1, 150.0), (2, 30.0)]);
+        assert_eq!(l.done(), 1);
+        assert!((l.samples() - 180.0).abs() < 1e-9);
+        assert!((l.leave(2) - 30.0).abs() < 1e-9);
+        l.check_consistent().unwrap();
+        // The returned shard is served next.
+        l.advance(&[(1, 50.0 + 100.0)]);
+        assert_eq!(l.done(), 3);
+        l.advance(&[(1, 700.0)]);
+        l.finish(1e-6);
+        l.check_exactly_once().unwrap();
+    }
+
+    #[test]
+    fn checkpoint_restore_retrains_unfinished_shards_once() {
+        let mut l = ShardLedger::new(950.0, 100.0);
+        assert_eq!(l.shards(), 10);
+        l.join(0);
+        l.join(1);
+        l.advance(&[(0, 120.0), (1, 60.0)]);
+        let saved = l.checkpoint();
+        assert!((saved.samples() - 100.0).abs() < 1e-9);
+        l.advance(&[(0, 300.0), (1, 200.0)]);
+        l.restore(&saved);
+        l.check_consistent().unwrap();
+        l.join(0);
+        l.join(1);
+        l.advance(&[(0, 425.0), (1, 425.0)]);
+        l.finish(1e-6);
+        l.check_exactly_once().unwrap();
+    }
+
+    #[test]
+    fn tail_capacity_finishes_in_progress_shards() {
+        let mut l = ShardLedger::new(200.0, 100.0);
+        l.join(0);
+        l.join(1);
+        l.advance(&[(0, 150.0), (1, 50.0)]);
+        assert_eq!(l.done(), 2);
+        l.check_exactly_once().unwrap();
+    }
+}

@@ -1,0 +1,192 @@
+//! Faults of a shared cloud beyond single pods: node failures (exponential lifetimes with
+//! mean `faults.node_mtbf_days`, repaired after `faults.node_repair_h`; every pod on a
+//! failed node fails), and co-located high-priority services whose diurnal demand evicts
+//! or throttles training pods (`faults.colocation`).
+//!
+//! Simplifications: the services' demand is a smooth daily curve times per-node noise,
+//! re-evaluated every `update_interval_s` (a spike between two updates is not seen). In
+//! throttle mode only CPU contention is modelled: the pods on the node share what CPU the
+//! services leave (at least 3% of their request, the papers' harshest straggler), and the
+//! services' memory is squeezed into what is free rather than evicting anyone.
+
+use super::recovery::Cause;
+use super::{Event, World};
+use crate::faults::{ColocationAction, FaultConfig};
+use crate::job::PodState;
+use crate::Resources;
+use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
+use rand::Rng;
+use rand_distr::{Distribution, LogNormal};
+use std::collections::BTreeSet;
+
+/// The harshest straggler the papers use: 3% of the configured CPU.
+const MIN_THROTTLE: f64 = 0.03;
+
+pub(super) struct CloudState {
+    node_rng: SimRng,
+    coloc_rng: SimRng,
+    /// Nodes that host co-located services, in index order.
+    coloc_nodes: Vec<usize>,
+}
+
+impl CloudState {
+    pub(super) fn new(
+        streams: &RngStreams,
+        faults: &FaultConfig,
+        nodes: usize,
+        queue: &mut EventQueue<Event>,
+    ) -> Self {
+        let mut state = CloudState {
+            node_rng: streams.stream("node-faults"),
+            coloc_rng: streams.stream("colocation"),
+            coloc_nodes: Vec::new(),
+        };
+        if faults.node_mtbf_days > 0.0 {
+            for n in 0..nodes {
+                let ttf = state.time_to_failure(faults);
+                queue.push(ttf, Event::NodeFail(n));
+            }
+        }
+        let c = &faults.colocation;
+        if c.node_fraction > 0.0 {
+            state.coloc_nodes = (0..nodes)
+                .filter(|_| state.coloc_rng.gen::<f64>() < c.node_fraction)
+                .collect();
+            queue.push(SimTime::ZERO, Event::Colocation);
+        }
+        state
+    }
+
+    fn time_to_failure(&mut self, faults: &FaultConfig) -> SimTime {
+        let u: f64 = self.node_rng.gen::<f64>().max(f64::MIN_POSITIVE);
+        SimTime::from_secs_f64_ceil(-u.ln() * faults.node_mtbf_days * 86_400.0)
+    }
+}
+
+impl World {
+    /// Placed pods on node `n`, in pod order.
+    fn pods_on(&self, n: usize) -> Vec<usize> {
+        self.on_node[n].iter().copied().collect()
+    }
+
+    pub(super) fn node_failed(&mut self, now: SimTime, n: usize, queue: &mut EventQueue<Event>) {
+        if self.unfinished == 0 {
+            return;
+        }
+        for p in self.pods_on(n) {
+            self.pod_failed(now, p, Cause::NodeFailure, queue);
+        }
+        self.cluster.set_down(n, true);
+        let repair = SimTime::from_secs_f64_ceil(self.faults.node_repair_h * 3_600.0);
+        queue.push(now + repair, Event::NodeRepair(n));
+    }
+
+    pub(super) fn node_repaired(&mut self, now: SimTime, n: usize, queue: &mut EventQueue<Event>) {
+        self.cluster.set_down(n, false);
+        if self.unfinished > 0 {
+            let ttf = self.cloud.time_to_failure(&self.faults);
+            queue.push(now + ttf, Event::NodeFail(n));
+        }
+        self.queue_schedule(now, queue);
+    }
+
+    /// Re-evaluates the services' demand on every node hosting them, evicting or
+    /// throttling training pods where it no longer fits.
+    pub(super) fn colocation(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
+        let c = self.faults.colocation.clone();
+        let base = c.demand_fraction(now.as_secs_f64());
+        let noise = LogNormal::new(0.0, c.noise_sigma).expect("validated sigma");
+        for k in 0..self.cloud.coloc_nodes.len() {
+            let n = self.cloud.coloc_nodes[k];
+            let f = (base * noise.sample(&mut self.cloud.coloc_rng)).min(1.0);
+            if self.cluster.nodes()[n].down {
+                continue;
+            }
+            let cap = self.cluster.nodes()[n].capacity;
+            let demand = Resources {
+                cpu_milli: (cap.cpu_milli as f64 * f) as u64,
+                mem_mb: (cap.mem_mb as f64 * f) as u64,
+                gpu: 0,
+            };
+            match c.action {
+                ColocationAction::Evict => self.evict_for(now, n, demand, queue),
+                ColocationAction::Throttle => self.throttle_for(now, n, demand, queue),
+            }
+        }
+        self.queue_schedule(now, queue);
+        if self.unfinished > 0 {
+            queue.push(
+                now + SimTime::from_secs(c.update_interval_s),
+                Event::Colocation,
+            );
+        }
+    }
+
+    /// Evicts the lowest-priority, most recently created pods until `demand` fits.
+    fn evict_for(
+        &mut self,
+        now: SimTime,
+        n: usize,
+        demand: Resources,
+        queue: &mut EventQueue<Event>,
+    ) {
+        let cap = self.cluster.nodes()[n].capacity;
+        let mut victims = self.pods_on(n);
+        victims.sort_by_key(|&p| {
+            let prio = self.jobs[self.pods[p].job].spec.priority;
+            (prio, std::cmp::Reverse(p))
+        });
+        let mut victims = victims.into_iter();
+        while !(self.cluster.nodes()[n].allocated + demand).fits_in(&cap) {
+            let Some(p) = victims.next() else { break };
+            if self.pods[p].placed() {
+                self.pod_failed(now, p, Cause::Evicted, queue);
+            }
+        }
+        self.cluster.set_reserved(n, demand);
+    }
+
+    /// Gives the services what is free and slows the node's pods to the CPU left over.
+    fn throttle_for(
+        &mut self,
+        now: SimTime,
+        n: usize,
+        demand: Resources,
+        queue: &mut EventQueue<Event>,
+    ) {
+        let node = &self.cluster.nodes()[n];
+        let (cap, alloc) = (node.capacity, node.allocated);
+        let reserved = Resources {
+            cpu_milli: demand.cpu_milli.min(cap.cpu_milli - alloc.cpu_milli),
+            mem_mb: demand.mem_mb.min(cap.mem_mb - alloc.mem_mb),
+            gpu: 0,
+        };
+        self.cluster.set_reserved(n, reserved);
+        let left = cap.cpu_milli.saturating_sub(demand.cpu_milli) as f64;
+        let factor = if alloc.cpu_milli == 0 {
+            1.0
+        } else {
+            (left / alloc.cpu_milli as f64).clamp(MIN_THROTTLE, 1.0)
+        };
+        let mut touched = BTreeSet::new();
+        for p in self.pods_on(n) {
+            if self.pods[p].throttle == factor {
+                continue;
+            }
+            let j = self.pods[p].job;
+            if touched.insert(j) {
+                self.jobs[j].advance(now, &self.pods);
+            }
+            self.pods[p].throttle = factor;
+        }
+        for j in touched {
+            if self.jobs[j]
+                .pods
+                .iter()
+                .any(|&p| self.pods[p].state == PodState::Running)
+            {
+                self.refresh_rate(now, j, queue);
+            }
+        }
+    }
+}

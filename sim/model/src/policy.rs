@@ -296,6 +296,11 @@ pub trait Policy {
         Sharding::Static
     }
 
+    /// Oracle policies only (`well-tuned`): receives the hidden truth once, before the run.
+    /// A real system cannot see this; a policy that overrides it must say it is an oracle
+    /// in its name and docs. Everyone else keeps the default, which ignores it.
+    fn see_truth(&mut self, _truth: &crate::scenario::TruthSettings) {}
+
     /// Whether the policy reads per-pod views and samples (see [`JobView::pods`]).
     fn observes_pods(&self) -> bool {
         false

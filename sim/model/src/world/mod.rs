@@ -148,6 +148,8 @@ impl World {
         if let Some(every) = policy.tick_interval() {
             queue.push(every, Event::PolicyTick);
         }
+        let mut policy = policy;
+        policy.see_truth(&f.truth);
         let cloud = cloud::CloudState::new(&streams, &f.faults, scenario.nodes.len(), queue);
         let observe_pods = policy.observes_pods() || scenario.trace_observations;
         World {

@@ -1,0 +1,442 @@
+//! `es`: the Elastic Scheduler's autoscaling (Or, Zhang, Freedman, "Resource Elasticity in
+//! Distributed Deep Learning", MLSys 2020), as DLRover's evaluation configured it
+//! (DLRover Sec. 6.3: theta 0.3, 4 workers a step for Wide&Deep, 1 for xDeepFM).
+//!
+//! Decision rule, per job, every `interval_s` (3 min):
+//! 1. **Throughput per size.** `R_k` is the mean observed steps/s over profile samples
+//!    taken while `k` workers ran. The first sample after any change (a worker joined or
+//!    left, a pod restarted or failed) is skipped: it would mix two configurations.
+//! 2. **Scaling efficiency.** Between the previous size `k_a` and the current `k_b`:
+//!    `s = ((R_b - R_a) / (k_b - k_a)) / (R_a / k_a)`, the throughput one added worker
+//!    brought relative to what one existing worker delivers.
+//! 3. **Decision.** Starting from the user's worker count (or `spawn` workers with
+//!    `start=spawn`, DLRover's cold start), add `spawn` workers while `s > theta`; when the
+//!    test fails, step back to the last passing size and stop scaling that job.
+//! 4. **Stragglers.** A running worker whose EWMA throughput (alpha 0.1, kept by the
+//!    profiler) is below 0.8 of the job's median is replaced by a pod of the same size.
+//!
+//! ES scales workers only: PS count and every pod's CPU and memory stay as the user set
+//! them. Its jobs use **dynamic sharding**: Or et al.'s system adds and removes workers
+//! without restarting the job (workers join and the input is re-divided), which is what
+//! the simulator's dynamic data sharding models; with static partitioning every step would
+//! be a stop-and-restart, which is not the system the paper describes. Growth is limited
+//! to what fits the free nodes and to DLRover's per-job budget (`max_cores`, 200).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::optimus::{bad, FreeNodes};
+use crate::spec::{PolicySpec, SpecError};
+use dlsim_engine::SimTime;
+use dlsim_model::job::Role;
+use dlsim_model::policy::{
+    Action, ClusterView, JobPhase, JobView, PodEventKind, PodPhase, Policy, ProfileSample, Sharding,
+};
+use dlsim_traces::ModelKind;
+
+/// A worker is a straggler below this fraction of the median EWMA throughput.
+const STRAGGLER_RATIO: f64 = 0.8;
+/// Workers needed for a meaningful median.
+const STRAGGLER_MIN_WORKERS: usize = 3;
+
+/// What ES keeps about one job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EsJob {
+    /// Worker count -> (sum of steps/s, valid samples).
+    pub rates: BTreeMap<u32, (f64, u32)>,
+    seen_until: Option<SimTime>,
+    prev: Option<ProfileSample>,
+    /// The size the current one was reached from (the last passing size).
+    pub from: Option<u32>,
+    /// The efficiency test failed once; the job stays at its last passing size.
+    pub settled: bool,
+    /// Workers already replaced (never asked twice).
+    replaced: BTreeSet<usize>,
+}
+
+/// The decision for one job at one tick.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Not enough measurements yet, or nothing to do.
+    Wait,
+    /// Grow to this many workers.
+    Grow(u32),
+    /// The efficiency test failed: go back to this size and stop.
+    StepBack(u32),
+}
+
+/// Scaling efficiency of going from `k_a` workers at `r_a` to `k_b` at `r_b`.
+pub fn efficiency(k_a: u32, r_a: f64, k_b: u32, r_b: f64) -> f64 {
+    let per_added = (r_b - r_a) / f64::from(k_b - k_a);
+    per_added / (r_a / f64::from(k_a))
+}
+
+impl EsJob {
+    /// Takes the profile samples newer than the last seen. A sample counts for `R_k` only
+    /// if the previous sample had the same worker count and no pod started, failed or
+    /// stopped in between.
+    pub fn absorb(&mut self, history: &[ProfileSample], events: &[dlsim_model::policy::PodEvent]) {
+        for s in history {
+            if self.seen_until.is_some_and(|t| s.time <= t) {
+                continue;
+            }
+            self.seen_until = Some(s.time);
+            let clean = self.prev.is_some_and(|p| {
+                p.running_workers == s.running_workers
+                    && p.running_ps == s.running_ps
+                    && !events.iter().any(|e| {
+                        e.time > p.time && e.time <= s.time && e.kind != PodEventKind::Pending
+                    })
+            });
+            if clean && s.steps_per_s > 0.0 {
+                let e = self.rates.entry(s.running_workers).or_insert((0.0, 0));
+                e.0 += s.steps_per_s;
+                e.1 += 1;
+            }
+            self.prev = Some(*s);
+        }
+    }
+
+    fn rate(&self, k: u32) -> Option<f64> {
+        self.rates
+            .get(&k)
+            .filter(|e| e.1 > 0)
+            .map(|&(sum, n)| sum / f64::from(n))
+    }
+
+    /// The efficiency test at the current size `k`.
+    pub fn decide(&self, k: u32, spawn: u32, theta: f64) -> Step {
+        if self.settled {
+            return Step::Wait;
+        }
+        let Some(r_b) = self.rate(k) else {
+            return Step::Wait;
+        };
+        let Some(k_a) = self.from.filter(|&a| a < k) else {
+            return Step::Grow(k + spawn);
+        };
+        let Some(r_a) = self.rate(k_a).filter(|&r| r > 0.0) else {
+            return Step::Grow(k + spawn);
+        };
+        if efficiency(k_a, r_a, k, r_b) > theta {
+            Step::Grow(k + spawn)
+        } else {
+            Step::StepBack(k_a)
+        }
+    }
+}
+
+/// Per-kind spawn sizes (workers added per step).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spawn {
+    pub wide_deep: u32,
+    pub xdeepfm: u32,
+    /// Not in DLRover's evaluation; assumption: 2.
+    pub dcn: u32,
+}
+
+impl Spawn {
+    fn of(&self, kind: ModelKind) -> u32 {
+        match kind {
+            ModelKind::WideDeep => self.wide_deep,
+            ModelKind::Xdeepfm => self.xdeepfm,
+            ModelKind::Dcn => self.dcn,
+        }
+    }
+}
+
+pub struct Es {
+    canonical: String,
+    theta: f64,
+    spawn: Spawn,
+    start_small: bool,
+    interval: SimTime,
+    max_cores: f64,
+    jobs: BTreeMap<u64, EsJob>,
+}
+
+impl Es {
+    pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
+        spec.only(&[
+            "theta",
+            "spawn",
+            "spawn_wd",
+            "spawn_xdfm",
+            "spawn_dcn",
+            "start",
+            "interval_s",
+            "max_cores",
+        ])?;
+        let count = |key: &str, default: u32| -> Result<u32, SpecError> {
+            let v = spec.f64_or(key, f64::from(default))?;
+            if v >= 1.0 && v.fract() == 0.0 && v <= 1000.0 {
+                Ok(v as u32)
+            } else {
+                Err(bad(spec, key, "expected a whole number in 1..=1000"))
+            }
+        };
+        // `spawn` sets every kind; the per-kind keys win over it.
+        let all = spec.params.contains_key("spawn").then(|| count("spawn", 1));
+        let all = all.transpose()?;
+        let theta = spec.f64_or("theta", 0.3)?;
+        let interval_s = spec.f64_or("interval_s", 180.0)?;
+        let max_cores = spec.f64_or("max_cores", 200.0)?;
+        if interval_s < 1.0 || max_cores <= 0.0 {
+            return Err(bad(spec, "interval_s", "interval_s >= 1 and max_cores > 0"));
+        }
+        let start_small = match spec.params.get("start").map(String::as_str) {
+            None | Some("request") => false,
+            Some("spawn") => true,
+            Some(_) => return Err(bad(spec, "start", "expected request or spawn")),
+        };
+        Ok(Es {
+            canonical: spec.canonical(),
+            theta,
+            spawn: Spawn {
+                wide_deep: count("spawn_wd", all.unwrap_or(4))?,
+                xdeepfm: count("spawn_xdfm", all.unwrap_or(1))?,
+                dcn: count("spawn_dcn", all.unwrap_or(2))?,
+            },
+            start_small,
+            interval: SimTime::from_secs_f64_ceil(interval_s),
+            max_cores,
+            jobs: BTreeMap::new(),
+        })
+    }
+
+    /// Grows or steps back one job; returns the action, if any.
+    fn scale(&mut self, job: &JobView<'_>, free: &mut FreeNodes) -> Option<Action> {
+        let st = self.jobs.get_mut(&job.request.id)?;
+        st.absorb(job.history, job.events);
+        let steady = job.phase == JobPhase::Training
+            && !job.rescaling
+            && job.pending_pods == 0
+            && job.running_workers == job.config.workers;
+        if !steady {
+            return None;
+        }
+        let k = job.config.workers;
+        let spawn = self.spawn.of(job.request.model);
+        match st.decide(k, spawn, self.theta) {
+            Step::Wait => None,
+            Step::Grow(to) => {
+                let c = &job.config;
+                let cores = f64::from(to) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu;
+                if cores > self.max_cores + 1e-9 || !free.take(c.worker_request(), to - k) {
+                    return None;
+                }
+                st.from = Some(k);
+                Some(Action::ScaleWorkers {
+                    job: job.request.id,
+                    workers: to,
+                })
+            }
+            Step::StepBack(to) => {
+                st.settled = true;
+                Some(Action::ScaleWorkers {
+                    job: job.request.id,
+                    workers: to,
+                })
+            }
+        }
+    }
+
+    /// Replaces the slowest worker below 0.8 of the median EWMA throughput (one a tick).
+    fn straggler(&mut self, job: &JobView<'_>, now: SimTime) -> Option<Action> {
+        let st = self.jobs.get_mut(&job.request.id)?;
+        if job.phase != JobPhase::Training || job.rescaling {
+            return None;
+        }
+        let workers: Vec<_> = job
+            .pods
+            .iter()
+            .filter(|p| p.role == Role::Worker && p.phase == PodPhase::Running)
+            .filter(|p| {
+                p.last
+                    .is_some_and(|s| s.time > p.running_since.unwrap_or(now))
+            })
+            .filter(|p| !st.replaced.contains(&p.id))
+            .collect();
+        let pod = pick_straggler(
+            &workers
+                .iter()
+                .map(|p| (p.id, p.ewma_samples_per_s))
+                .collect::<Vec<_>>(),
+        )?;
+        let view = workers.iter().find(|p| p.id == pod)?;
+        st.replaced.insert(pod);
+        Some(Action::ReplacePod {
+            job: job.request.id,
+            pod,
+            cpu: view.request.cpu_cores(),
+            mem_mb: view.request.mem_mb,
+        })
+    }
+}
+
+/// The slowest worker whose EWMA is below 0.8 of the median, given (pod, EWMA) pairs.
+pub fn pick_straggler(workers: &[(usize, f64)]) -> Option<usize> {
+    if workers.len() < STRAGGLER_MIN_WORKERS {
+        return None;
+    }
+    let mut rates: Vec<f64> = workers.iter().map(|w| w.1).collect();
+    rates.sort_by(f64::total_cmp);
+    let n = rates.len();
+    let median = if n % 2 == 1 {
+        rates[n / 2]
+    } else {
+        0.5 * (rates[n / 2 - 1] + rates[n / 2])
+    };
+    workers
+        .iter()
+        .filter(|w| w.1 < STRAGGLER_RATIO * median)
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+        .map(|w| w.0)
+}
+
+impl Policy for Es {
+    fn spec(&self) -> String {
+        self.canonical.clone()
+    }
+
+    fn sharding(&self) -> Sharding {
+        Sharding::Dynamic
+    }
+
+    fn observes_pods(&self) -> bool {
+        true
+    }
+
+    fn tick_interval(&self) -> Option<SimTime> {
+        Some(self.interval)
+    }
+
+    fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
+        let mut config = job.request.requested;
+        if self.start_small {
+            config.workers = self.spawn.of(job.request.model);
+        }
+        self.jobs.insert(job.request.id, EsJob::default());
+        vec![Action::Launch {
+            job: job.request.id,
+            config,
+        }]
+    }
+
+    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        let active: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
+        self.jobs.retain(|id, _| active.contains(id));
+        let mut free = FreeNodes::new(view.nodes);
+        free.reserve_pending(&view.jobs);
+        let mut actions = Vec::new();
+        for job in &view.jobs {
+            // A replacement and a scale in one tick would race; stragglers go first.
+            if let Some(a) = self.straggler(job, view.now) {
+                actions.push(a);
+            } else if let Some(a) = self.scale(job, &mut free) {
+                actions.push(a);
+            }
+        }
+        actions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsim_model::policy::PodEvent;
+
+    fn sample(t: u64, workers: u32, steps_per_s: f64) -> ProfileSample {
+        ProfileSample {
+            time: SimTime::from_secs(t),
+            running_workers: workers,
+            running_ps: 1,
+            steps_per_s,
+            worker_cpu_used: 0.0,
+            ps_cpu_used: 0.0,
+            worker_mem_used_mb: 0.0,
+            ps_mem_used_mb_max: 0.0,
+        }
+    }
+
+    #[test]
+    fn efficiency_is_added_throughput_per_worker_over_throughput_per_worker() {
+        // 4 workers at 40 steps/s (10 each); 8 at 60: 5 per added worker, s = 0.5.
+        assert!((efficiency(4, 40.0, 8, 60.0) - 0.5).abs() < 1e-12);
+        assert!((efficiency(4, 40.0, 8, 80.0) - 1.0).abs() < 1e-12);
+        assert!(efficiency(4, 40.0, 8, 38.0) < 0.0);
+    }
+
+    #[test]
+    fn first_sample_after_a_change_is_skipped() {
+        let mut st = EsJob::default();
+        let h = [
+            sample(300, 4, 99.0),
+            sample(600, 4, 40.0),
+            sample(900, 8, 99.0),
+            sample(1200, 8, 60.0),
+        ];
+        st.absorb(&h, &[]);
+        assert_eq!(st.rates[&4], (40.0, 1));
+        assert_eq!(st.rates[&8], (60.0, 1));
+        // A pod that started between two samples of the same size spoils the second.
+        let mut st = EsJob::default();
+        let ev = [PodEvent {
+            time: SimTime::from_secs(450),
+            pod: 3,
+            role: Role::Worker,
+            kind: PodEventKind::Running,
+        }];
+        st.absorb(&h[..2], &ev);
+        assert!(st.rates.is_empty());
+    }
+
+    #[test]
+    fn grows_while_efficient_then_steps_back_to_the_last_passing_size() {
+        let (spawn, theta) = (4, 0.3);
+        let mut st = EsJob::default();
+        // First size measured: no comparison yet, grow.
+        st.rates.insert(4, (40.0, 1));
+        assert_eq!(st.decide(4, spawn, theta), Step::Grow(8));
+        st.from = Some(4);
+        // Not measured at 8 yet: wait.
+        assert_eq!(st.decide(8, spawn, theta), Step::Wait);
+        // 4 -> 8: s = 0.5 > 0.3, grow.
+        st.rates.insert(8, (60.0, 1));
+        assert_eq!(st.decide(8, spawn, theta), Step::Grow(12));
+        st.from = Some(8);
+        // 8 -> 12: 60 -> 66, s = (6/4)/(60/8) = 0.2 <= 0.3, back to 8.
+        st.rates.insert(12, (66.0, 1));
+        assert_eq!(st.decide(12, spawn, theta), Step::StepBack(8));
+        st.settled = true;
+        assert_eq!(st.decide(8, spawn, theta), Step::Wait);
+        // The authors' default theta 0.1 would have kept growing.
+        let st = EsJob {
+            settled: false,
+            ..st
+        };
+        assert_eq!(st.decide(12, spawn, 0.1), Step::Grow(16));
+    }
+
+    #[test]
+    fn straggler_is_the_slowest_worker_below_080_of_the_median() {
+        assert_eq!(pick_straggler(&[(1, 10.0), (2, 10.0), (3, 7.9)]), Some(3));
+        assert_eq!(pick_straggler(&[(1, 10.0), (2, 10.0), (3, 8.1)]), None);
+        assert_eq!(
+            pick_straggler(&[(1, 10.0), (2, 2.0), (3, 5.0), (4, 10.0), (5, 10.0)]),
+            Some(2)
+        );
+        assert_eq!(pick_straggler(&[(1, 10.0), (2, 1.0)]), None, "too few");
+    }
+
+    #[test]
+    fn spec_takes_theta_and_spawn() {
+        let es = Es::from_spec(&PolicySpec::parse("es[theta=0.3,spawn=4]").unwrap()).unwrap();
+        assert_eq!(es.spawn.xdeepfm, 4);
+        assert_eq!(es.spec(), "es[spawn=4,theta=0.3]");
+        let es = Es::from_spec(&PolicySpec::parse("es").unwrap()).unwrap();
+        assert_eq!((es.spawn.wide_deep, es.spawn.xdeepfm), (4, 1));
+        assert_eq!(es.theta, 0.3);
+        assert!(Es::from_spec(&PolicySpec::parse("es[start=x]").unwrap()).is_err());
+        assert!(Es::from_spec(&PolicySpec::parse("es[spawn=0]").unwrap()).is_err());
+    }
+}

@@ -1,0 +1,630 @@
+//! `optimus`: the Optimus scheduler (Peng et al., EuroSys 2018) as DLRover's evaluation
+//! configured it (DLRover Sec. 6.3).
+//!
+//! Decision rule, every `interval_s` (3 min, DLRover's setting):
+//! 1. **Speed model.** Each job's observed (PS, workers, steps/s) profile samples are
+//!    averaged per (p, w) and the asynchronous speed function
+//!    `f(p, w) = w / (t0 + t1 w/p + t2 w + t3 p)` is fitted by NNLS (`dlsim_fit`). It needs
+//!    at least 4 distinct (p, w) points, so a new job is launched small (one step: 2 PS and 4
+//!    workers for Wide&Deep, 1 and 1 for xDeepFM) and *profiled*: stepped up by workers, PS,
+//!    workers until 4 points are seen (points met while pods come up count too).
+//! 2. **Remaining work.** Optimus fits a loss curve to predict the steps left to
+//!    convergence; DLRM jobs here run a fixed step count, so the remaining steps are read
+//!    from progress (`steps - steps_done`) and no loss-curve fit is needed.
+//! 3. **Greedy allocation.** For each fitted job, the gain of one more worker step or one
+//!    more PS step is the drop in remaining time `Q/f(p,w) - Q/f(p',w')` divided by the
+//!    step's dominant share of cluster capacity. The best option of each job sits in a
+//!    max-heap across jobs; the top is popped and granted if its pods fit the free nodes,
+//!    then the job's next option is pushed. Allocation stops when the top gain is `<= 0`
+//!    or the heap is empty (nothing fits).
+//! 4. **Applying.** A job whose counts changed is moved with one stop-and-restart
+//!    (checkpoint, new pods, reload): Optimus' MXNet implementation rescales by
+//!    checkpoint-restart, and the job uses static data partitioning, so worker changes
+//!    restart as well. Per-pod CPU stays at the user's configuration.
+//!
+//! Simplifications (ARCHITECTURE.md, "Policies"): Optimus recomputes every allocation from
+//! scratch each interval; here the greedy only hands out free capacity on top of the
+//! current allocations (shrinking a job would cost a restart for no speed gain of its own).
+//! Free capacity is the nodes' free room minus the pods already waiting to be placed, so
+//! new arrivals are not starved by growth. DLRover's evaluation capped a job at 200 cores
+//! (`max_cores`). PS memory keeps the user's total PS memory when there are fewer PS than
+//! requested, so a smaller PS count does not run out of memory sooner.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use crate::spec::{PolicySpec, SpecError};
+use dlsim_engine::SimTime;
+use dlsim_fit::{OptimusObs, OptimusParams};
+use dlsim_model::policy::{
+    Action, ClusterView, JobConfig, JobPhase, JobView, Policy, RescaleMethod,
+};
+use dlsim_model::{Node, Resources};
+use dlsim_traces::ModelKind;
+
+/// Distinct (p, w) points the four-coefficient speed function needs.
+pub const MIN_POINTS: usize = 4;
+
+/// Per-kind step sizes: (PS, workers).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Steps {
+    pub wide_deep: (u32, u32),
+    pub xdeepfm: (u32, u32),
+    /// Not in DLRover's evaluation; assumption: between the two (1 PS, 2 workers).
+    pub dcn: (u32, u32),
+}
+
+impl Steps {
+    pub fn of(&self, kind: ModelKind) -> (u32, u32) {
+        match kind {
+            ModelKind::WideDeep => self.wide_deep,
+            ModelKind::Xdeepfm => self.xdeepfm,
+            ModelKind::Dcn => self.dcn,
+        }
+    }
+}
+
+/// What the policy keeps about one job.
+#[derive(Clone, Debug, Default)]
+struct JobState {
+    /// (ps, workers) -> (sum of steps/s, samples).
+    points: BTreeMap<(u32, u32), (f64, u32)>,
+    seen_until: Option<SimTime>,
+    /// Profiling steps taken so far (alternating workers, PS, workers).
+    profile_steps: u32,
+}
+
+impl JobState {
+    fn absorb(&mut self, job: &JobView<'_>) {
+        for s in job.history {
+            if self.seen_until.is_some_and(|t| s.time <= t) {
+                continue;
+            }
+            self.seen_until = Some(s.time);
+            if s.running_ps > 0 && s.running_workers > 0 && s.steps_per_s > 0.0 {
+                let e = self
+                    .points
+                    .entry((s.running_ps, s.running_workers))
+                    .or_insert((0.0, 0));
+                e.0 += s.steps_per_s;
+                e.1 += 1;
+            }
+        }
+    }
+
+    fn observations(&self) -> Vec<OptimusObs> {
+        self.points
+            .iter()
+            .map(|(&(p, w), &(sum, n))| OptimusObs {
+                ps: f64::from(p),
+                workers: f64::from(w),
+                speed: sum / f64::from(n),
+            })
+            .collect()
+    }
+}
+
+pub struct Optimus {
+    canonical: String,
+    interval: SimTime,
+    steps: Steps,
+    max_cores: f64,
+    jobs: BTreeMap<u64, JobState>,
+}
+
+impl Optimus {
+    pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
+        spec.only(&[
+            "interval_s",
+            "max_cores",
+            "wd_ps",
+            "wd_workers",
+            "xdfm_ps",
+            "xdfm_workers",
+            "dcn_ps",
+            "dcn_workers",
+        ])?;
+        let count = |key: &str, default: u32| -> Result<u32, SpecError> {
+            let v = spec.f64_or(key, f64::from(default))?;
+            if v >= 1.0 && v.fract() == 0.0 && v <= 1000.0 {
+                Ok(v as u32)
+            } else {
+                Err(bad(spec, key, "expected a whole number in 1..=1000"))
+            }
+        };
+        let interval_s = spec.f64_or("interval_s", 180.0)?;
+        if interval_s < 1.0 {
+            return Err(bad(spec, "interval_s", "must be >= 1"));
+        }
+        let max_cores = spec.f64_or("max_cores", 200.0)?;
+        if max_cores <= 0.0 {
+            return Err(bad(spec, "max_cores", "must be > 0"));
+        }
+        Ok(Optimus {
+            canonical: spec.canonical(),
+            interval: SimTime::from_secs_f64_ceil(interval_s),
+            steps: Steps {
+                wide_deep: (count("wd_ps", 2)?, count("wd_workers", 4)?),
+                xdeepfm: (count("xdfm_ps", 1)?, count("xdfm_workers", 1)?),
+                dcn: (count("dcn_ps", 1)?, count("dcn_workers", 2)?),
+            },
+            max_cores,
+            jobs: BTreeMap::new(),
+        })
+    }
+}
+
+pub(crate) fn bad(spec: &PolicySpec, key: &str, why: &str) -> SpecError {
+    SpecError::BadValue {
+        policy: spec.name.clone(),
+        key: key.into(),
+        value: spec.params.get(key).cloned().unwrap_or_default(),
+        why: why.into(),
+    }
+}
+
+/// Memory per PS for `p` PS: the user's per-PS request, or the user's total PS memory
+/// spread over fewer PS, capped by the largest node.
+pub(crate) fn ps_mem_mb_for(requested: &JobConfig, p: u32, max_node_mem_mb: u64) -> u64 {
+    if p == 0 || p >= requested.ps {
+        return requested.ps_mem_mb;
+    }
+    let total = requested.ps_mem_mb * u64::from(requested.ps);
+    total
+        .div_ceil(u64::from(p))
+        .min(max_node_mem_mb.max(requested.ps_mem_mb))
+}
+
+pub(crate) fn max_node_mem_mb(nodes: &[Node]) -> u64 {
+    nodes.iter().map(|n| n.capacity.mem_mb).max().unwrap_or(0)
+}
+
+/// Free room per node, to check that pods a policy is about to ask for would be placed.
+pub struct FreeNodes {
+    free: Vec<Resources>,
+}
+
+impl FreeNodes {
+    pub fn new(nodes: &[Node]) -> Self {
+        FreeNodes {
+            free: nodes.iter().map(Node::free).collect(),
+        }
+    }
+
+    /// First-fits `n` pods of `req`; takes them all or none.
+    pub fn take(&mut self, req: Resources, n: u32) -> bool {
+        let mut taken = Vec::new();
+        for _ in 0..n {
+            match self.free.iter().position(|f| req.fits_in(f)) {
+                Some(i) => {
+                    self.free[i] -= req;
+                    taken.push(i);
+                }
+                None => {
+                    for i in taken {
+                        self.free[i] += req;
+                    }
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Sets aside room for the pods every job is still waiting to have placed, so that
+    /// growth does not take the room of queued pods. Without per-pod views the roles of
+    /// pending pods are inferred: missing PS first, then workers.
+    pub fn reserve_pending(&mut self, jobs: &[JobView<'_>]) {
+        for job in jobs {
+            let ps = job
+                .pending_pods
+                .min(job.config.ps.saturating_sub(job.running_ps));
+            let workers = job.pending_pods - ps;
+            self.take_up_to(job.config.ps_request(), ps);
+            self.take_up_to(job.config.worker_request(), workers);
+        }
+    }
+
+    fn take_up_to(&mut self, req: Resources, n: u32) {
+        for _ in 0..n {
+            if !self.take(req, 1) {
+                return;
+            }
+        }
+    }
+}
+
+/// Share of the dominant resource that `r` takes of `capacity`.
+pub(crate) fn dominant_share(r: Resources, capacity: Resources) -> f64 {
+    let share = |x: f64, cap: f64| if cap > 0.0 { x / cap } else { 0.0 };
+    share(r.cpu_milli as f64, capacity.cpu_milli as f64)
+        .max(share(r.mem_mb as f64, capacity.mem_mb as f64))
+        .max(share(f64::from(r.gpu), f64::from(capacity.gpu)))
+}
+
+/// One option in the greedy heap: give `job` the counts `to`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Candidate {
+    /// Seconds of remaining time saved per unit of dominant share.
+    pub score: f64,
+    pub job: u64,
+    /// (ps, workers) after the step.
+    pub to: (u32, u32),
+}
+
+impl Eq for Candidate {}
+
+impl Ord for Candidate {
+    /// Higher score first; ties go to the lower job id (older job), so order is exact.
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.score
+            .total_cmp(&o.score)
+            .then_with(|| o.job.cmp(&self.job))
+            .then_with(|| o.to.cmp(&self.to))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// A fitted job as the greedy sees it.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub job: u64,
+    pub model: OptimusParams,
+    pub remaining_steps: f64,
+    /// Current (ps, workers) and the step sizes.
+    pub at: (u32, u32),
+    pub step: (u32, u32),
+    pub ps_request: Resources,
+    pub worker_request: Resources,
+}
+
+impl Fitted {
+    fn remaining_s(&self, (p, w): (u32, u32)) -> f64 {
+        let f = self.model.predict(f64::from(p), f64::from(w));
+        if f > 0.0 {
+            self.remaining_steps / f
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    fn cores(&self, (p, w): (u32, u32)) -> f64 {
+        f64::from(p) * self.ps_request.cpu_cores() + f64::from(w) * self.worker_request.cpu_cores()
+    }
+
+    /// The better of one more worker step and one more PS step, if either is allowed.
+    pub fn best_option(&self, capacity: Resources, max_cores: f64) -> Option<Candidate> {
+        let (p, w) = self.at;
+        let (dp, dw) = self.step;
+        let now_s = self.remaining_s(self.at);
+        let options = [
+            ((p, w + dw), self.worker_request.scaled(u64::from(dw))),
+            ((p + dp, w), self.ps_request.scaled(u64::from(dp))),
+        ];
+        options
+            .into_iter()
+            .filter(|(to, _)| self.cores(*to) <= max_cores + 1e-9)
+            .map(|(to, res)| {
+                let gain_s = now_s - self.remaining_s(to);
+                let share = dominant_share(res, capacity).max(1e-12);
+                let score = if gain_s.is_finite() {
+                    gain_s / share
+                } else {
+                    0.0
+                };
+                Candidate {
+                    score,
+                    job: self.job,
+                    to,
+                }
+            })
+            .max()
+    }
+}
+
+/// Optimus' greedy: pops the best gain per dominant share across jobs, grants it if its
+/// pods fit, pushes the job's next option; stops at a gain `<= 0` or an empty heap.
+/// Returns the new (ps, workers) of every job that grew, in grant order.
+pub fn greedy(
+    mut jobs: Vec<Fitted>,
+    free: &mut FreeNodes,
+    capacity: Resources,
+    max_cores: f64,
+) -> Vec<(u64, (u32, u32))> {
+    let mut heap: BinaryHeap<Candidate> = jobs
+        .iter()
+        .filter_map(|j| j.best_option(capacity, max_cores))
+        .collect();
+    let mut granted: Vec<(u64, (u32, u32))> = Vec::new();
+    while let Some(top) = heap.pop() {
+        if top.score <= 0.0 {
+            break;
+        }
+        let Some(job) = jobs.iter_mut().find(|j| j.job == top.job) else {
+            continue;
+        };
+        let (ps_more, w_more) = (top.to.0 - job.at.0, top.to.1 - job.at.1);
+        let fits = free.take(job.ps_request, ps_more) && free.take(job.worker_request, w_more);
+        if !fits {
+            // Nothing more of this job fits now; it leaves the heap for this interval.
+            continue;
+        }
+        job.at = top.to;
+        match granted.iter_mut().find(|g| g.0 == top.job) {
+            Some(g) => g.1 = top.to,
+            None => granted.push((top.job, top.to)),
+        }
+        if let Some(next) = job.best_option(capacity, max_cores) {
+            heap.push(next);
+        }
+    }
+    granted
+}
+
+/// The next profiling configuration: alternately one worker step and one PS step.
+fn profile_next(at: (u32, u32), step: (u32, u32), taken: u32) -> (u32, u32) {
+    if taken.is_multiple_of(2) {
+        (at.0, at.1 + step.1)
+    } else {
+        (at.0 + step.0, at.1)
+    }
+}
+
+/// A job the policy may rescale now: training at its configured counts, no rescale under
+/// way, and its current counts measured at least once.
+fn ready(job: &JobView<'_>, st: &JobState) -> bool {
+    job.phase == JobPhase::Training
+        && !job.rescaling
+        && job.config.ps > 0
+        && job.running_ps == job.config.ps
+        && job.running_workers == job.config.workers
+        && st.points.contains_key(&(job.config.ps, job.config.workers))
+}
+
+impl Optimus {
+    fn rescale(job: &JobView<'_>, (p, w): (u32, u32), max_mem: u64) -> Action {
+        let config = JobConfig {
+            ps: p,
+            workers: w,
+            ps_mem_mb: ps_mem_mb_for(&job.request.requested, p, max_mem),
+            ..job.config
+        };
+        Action::Rescale {
+            job: job.request.id,
+            config,
+            method: RescaleMethod::StopRestart,
+        }
+    }
+
+    /// Profiling moves for jobs with too few points; the others become greedy entries.
+    fn profile_or_fit(
+        &mut self,
+        view: &ClusterView<'_>,
+        free: &mut FreeNodes,
+        actions: &mut Vec<Action>,
+    ) -> Vec<Fitted> {
+        let max_mem = max_node_mem_mb(view.nodes);
+        let mut fitted = Vec::new();
+        for job in &view.jobs {
+            let Some(st) = self.jobs.get_mut(&job.request.id) else {
+                continue;
+            };
+            st.absorb(job);
+            if !ready(job, st) {
+                continue;
+            }
+            let at = (job.config.ps, job.config.workers);
+            let step = self.steps.of(job.request.model);
+            if st.points.len() < MIN_POINTS {
+                let to = profile_next(at, step, st.profile_steps);
+                let (dp, dw) = (to.0 - at.0, to.1 - at.1);
+                if free.take(job.config.ps_request(), dp)
+                    && free.take(job.config.worker_request(), dw)
+                {
+                    st.profile_steps += 1;
+                    actions.push(Self::rescale(job, to, max_mem));
+                }
+                continue;
+            }
+            let Ok(model) = OptimusParams::fit(&st.observations()) else {
+                continue;
+            };
+            fitted.push(Fitted {
+                job: job.request.id,
+                model,
+                remaining_steps: job.request.steps.saturating_sub(job.steps_done) as f64,
+                at,
+                step,
+                ps_request: job.config.ps_request(),
+                worker_request: job.config.worker_request(),
+            });
+        }
+        fitted
+    }
+}
+
+impl Policy for Optimus {
+    fn spec(&self) -> String {
+        self.canonical.clone()
+    }
+
+    fn tick_interval(&self) -> Option<SimTime> {
+        Some(self.interval)
+    }
+
+    fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
+        let req = job.request.requested;
+        let config = if req.ps == 0 {
+            // No PS (an all-reduce job from an imported trace): outside Optimus' model.
+            req
+        } else {
+            self.jobs.insert(job.request.id, JobState::default());
+            let (p, w) = self.steps.of(job.request.model);
+            JobConfig {
+                ps: p,
+                workers: w,
+                ps_mem_mb: ps_mem_mb_for(&req, p, max_node_mem_mb(view.nodes)),
+                ..req
+            }
+        };
+        vec![Action::Launch {
+            job: job.request.id,
+            config,
+        }]
+    }
+
+    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        let active: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
+        self.jobs.retain(|id, _| active.contains(id));
+        let mut free = FreeNodes::new(view.nodes);
+        free.reserve_pending(&view.jobs);
+        let mut actions = Vec::new();
+        let fitted = self.profile_or_fit(view, &mut free, &mut actions);
+        let max_mem = max_node_mem_mb(view.nodes);
+        for (id, to) in greedy(fitted, &mut free, view.capacity, self.max_cores) {
+            if let Some(job) = view.jobs.iter().find(|j| j.request.id == id) {
+                actions.push(Self::rescale(job, to, max_mem));
+            }
+        }
+        actions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(cores: f64) -> Node {
+        Node::new("n".into(), Resources::new(cores, 1 << 20, 0), String::new())
+    }
+
+    fn fitted(job: u64, t: [f64; 4], remaining_steps: f64, at: (u32, u32)) -> Fitted {
+        Fitted {
+            job,
+            model: OptimusParams {
+                t0: t[0],
+                t1: t[1],
+                t2: t[2],
+                t3: t[3],
+            },
+            remaining_steps,
+            at,
+            step: (1, 1),
+            ps_request: Resources::new(4.0, 1024, 0),
+            worker_request: Resources::new(4.0, 1024, 0),
+        }
+    }
+
+    #[test]
+    fn spec_exposes_step_sizes_and_interval() {
+        let o = Optimus::from_spec(&PolicySpec::parse("optimus[wd_workers=8]").unwrap()).unwrap();
+        assert_eq!(o.steps.wide_deep, (2, 8));
+        assert_eq!(o.steps.xdeepfm, (1, 1));
+        assert_eq!(o.interval, SimTime::from_secs(180));
+        assert_eq!(o.spec(), "optimus[wd_workers=8]");
+        assert!(Optimus::from_spec(&PolicySpec::parse("optimus[wd_ps=0]").unwrap()).is_err());
+        assert!(Optimus::from_spec(&PolicySpec::parse("optimus[x=1]").unwrap()).is_err());
+    }
+
+    #[test]
+    fn heap_grants_the_largest_gain_per_share_first() {
+        // Same speed model; job 2 has 10x the remaining work, so each of its steps saves
+        // 10x the time and it is served first, until capacity (4 more pods) runs out.
+        let t = [1.0, 0.5, 0.0, 0.0];
+        let jobs = vec![
+            fitted(1, t, 1_000.0, (1, 1)),
+            fitted(2, t, 10_000.0, (1, 1)),
+        ];
+        let cap = Resources::new(16.0, 1 << 20, 0);
+        let mut free = FreeNodes::new(&[node(16.0)]);
+        let granted = greedy(jobs.clone(), &mut free, cap, 1e9);
+        assert_eq!(granted.len(), 1, "{granted:?}");
+        assert_eq!(granted[0].0, 2);
+        let (p, w) = granted[0].1;
+        assert_eq!(p + w - 2, 4, "four single-pod steps fit in 16 cores");
+        // With room for both, job 1 still gets steps once job 2's marginal gain drops.
+        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let granted = greedy(jobs, &mut free, cap, 40.0);
+        assert_eq!(granted.len(), 2);
+        assert_eq!(granted[0].0, 2, "the larger gain is granted first");
+    }
+
+    #[test]
+    fn heap_stops_when_the_gain_is_not_positive() {
+        // f grows with w for every t >= 0 (w / (a + b w)), so only the t3 p term can make
+        // a step slow the job down. Workers here are 100 cores and the cap leaves room for
+        // PS only: one more PS at (1, 1) only slows the job (t3 large), so nothing is granted.
+        let only_ps = |t: [f64; 4]| Fitted {
+            worker_request: Resources::new(100.0, 1024, 0),
+            ..fitted(1, t, 1_000.0, (1, 1))
+        };
+        let cap = Resources::new(1000.0, 1 << 20, 0);
+        let mut free = FreeNodes::new(&[node(1000.0)]);
+        assert!(greedy(vec![only_ps([0.1, 0.0, 0.0, 1.0])], &mut free, cap, 130.0).is_empty());
+        // 1 + 4/p + 0.5 p is smallest at p = 3: the greedy stops there although the cap
+        // would allow 7 PS and the free room many more.
+        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let granted = greedy(vec![only_ps([1.0, 4.0, 0.0, 0.5])], &mut free, cap, 130.0);
+        assert_eq!(granted, vec![(1, (3, 1))]);
+    }
+
+    #[test]
+    fn heap_respects_the_per_job_core_cap() {
+        let jobs = vec![fitted(1, [1.0, 0.5, 0.0, 0.0], 1_000.0, (1, 1))];
+        let cap = Resources::new(1000.0, 1 << 20, 0);
+        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let granted = greedy(jobs, &mut free, cap, 24.0);
+        let (p, w) = granted[0].1;
+        assert_eq!(4 * (p + w), 24);
+    }
+
+    #[test]
+    fn profiling_walks_workers_then_ps_then_workers() {
+        let mut at = (2, 4);
+        let mut walk = vec![at];
+        for k in 0..3 {
+            at = profile_next(at, (2, 4), k);
+            walk.push(at);
+        }
+        assert_eq!(walk, vec![(2, 4), (2, 8), (4, 8), (4, 12)]);
+        // The four points determine the speed function.
+        let truth = OptimusParams {
+            t0: 0.3,
+            t1: 0.2,
+            t2: 0.01,
+            t3: 0.02,
+        };
+        let obs: Vec<OptimusObs> = walk
+            .iter()
+            .map(|&(p, w)| OptimusObs {
+                ps: f64::from(p),
+                workers: f64::from(w),
+                speed: truth.predict(f64::from(p), f64::from(w)),
+            })
+            .collect();
+        let fit = OptimusParams::fit(&obs).unwrap();
+        assert!((fit.predict(6.0, 20.0) - truth.predict(6.0, 20.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn fewer_ps_keep_the_users_total_ps_memory() {
+        let req = JobConfig {
+            workers: 4,
+            ps: 4,
+            worker_cpu: 4.0,
+            worker_mem_mb: 4096,
+            worker_gpu: 0,
+            ps_cpu: 8.0,
+            ps_mem_mb: 3000,
+        };
+        assert_eq!(ps_mem_mb_for(&req, 1, 1 << 20), 12_000);
+        assert_eq!(ps_mem_mb_for(&req, 3, 1 << 20), 4_000);
+        assert_eq!(ps_mem_mb_for(&req, 8, 1 << 20), 3_000);
+        assert_eq!(ps_mem_mb_for(&req, 1, 8_000), 8_000);
+    }
+}

@@ -214,8 +214,9 @@ pub struct JobView<'a> {
     pub oom_kills: u32,
     pub sharding: Sharding,
     /// The job's pods that hold or wait for resources (not the finished ones). Filled only
-    /// for policies whose [`Policy::observes_pods`] is true: the others never look, and
-    /// building it for every job at every decision would dominate a long replay.
+    /// in `on_tick` views of policies whose [`Policy::observes_pods`] is true: the others
+    /// never look, and building it for every job at every arrival would dominate a long
+    /// replay.
     pub pods: Vec<PodView>,
     /// Recent pod events, oldest first.
     pub events: &'a [PodEvent],

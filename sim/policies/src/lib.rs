@@ -4,8 +4,10 @@
 //! Policies only see `ClusterView`s and return `Action`s; the world validates and applies
 //! them. Adding a policy means one new file and one line in [`build`].
 
+pub mod dlrover;
 pub mod dlrover_oss;
 pub mod es;
+pub mod nsga2;
 pub mod optimus;
 pub mod spec;
 pub mod static_policy;
@@ -16,13 +18,21 @@ pub use spec::{PolicySpec, SpecError};
 use dlsim_model::policy::Policy;
 
 /// Every policy name `build` accepts, for help texts and error messages.
-pub const POLICY_NAMES: &[&str] = &["static", "dlrover-oss", "optimus", "es", "well-tuned"];
+pub const POLICY_NAMES: &[&str] = &[
+    "static",
+    "dlrover",
+    "dlrover-oss",
+    "optimus",
+    "es",
+    "well-tuned",
+];
 
 /// Builds a policy from its spec string.
 pub fn build(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
     let parsed = PolicySpec::parse(spec)?;
     match parsed.name.as_str() {
         "static" => Ok(Box::new(static_policy::Static::from_spec(&parsed)?)),
+        "dlrover" => Ok(Box::new(dlrover::Dlrover::from_spec(&parsed)?)),
         "dlrover-oss" => Ok(Box::new(dlrover_oss::DlroverOss::from_spec(&parsed)?)),
         "optimus" => Ok(Box::new(optimus::Optimus::from_spec(&parsed)?)),
         "es" => Ok(Box::new(es::Es::from_spec(&parsed)?)),

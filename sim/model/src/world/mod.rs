@@ -215,6 +215,9 @@ impl World {
 
     /// Asks the policy, with a fresh view, and applies what it returns.
     fn consult(&mut self, now: SimTime, arrival: Option<usize>, queue: &mut EventQueue<Event>) {
+        // Pod views are built for ticks only: arrivals are frequent and launch decisions
+        // need job-level views, so this keeps long replays cheap.
+        let with_pods = self.observe_pods && arrival.is_none();
         let view = ClusterView {
             now,
             capacity: self.cluster.capacity(),
@@ -223,7 +226,7 @@ impl World {
             jobs: self
                 .active
                 .iter()
-                .map(|&j| job_view(&self.jobs[j], &self.pods, self.observe_pods))
+                .map(|&j| job_view(&self.jobs[j], &self.pods, with_pods))
                 .collect(),
         };
         let actions = match arrival {

@@ -8,7 +8,6 @@
 //! mean rate over its life (steps done / (end - start)), drawn as a flat segment.
 
 use crate::aggregate::{completed_jobs, floats, policies, strings, Run};
-use anyhow::Context;
 use dlsim_plot::{bar_chart, line_chart, Chart, Series};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,9 +154,13 @@ fn throughput(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Figure
             .iter()
             .find(|r| r.policy == policy)
             .expect("policy has a run");
+        let obs = match &run.observations {
+            Some(df) if traced => Some(Observations::of(df)?),
+            _ => None,
+        };
         for &job in &jobs {
-            let points = if traced {
-                observed_rate(run, job)?
+            let points = if let Some(obs) = &obs {
+                obs.rate(job)
             } else {
                 mean_rate(run, job)?
             };
@@ -205,24 +208,39 @@ fn mean_rate(run: &Run, job: i64) -> anyhow::Result<Vec<(f64, f64)>> {
     Ok(vec![(start / 3600.0, rate), (end / 3600.0, rate)])
 }
 
-fn observed_rate(run: &Run, job: i64) -> anyhow::Result<Vec<(f64, f64)>> {
-    let obs = run.observations.as_ref().context("observations")?;
-    let jobs = floats(obs, "job")?;
-    let time = floats(obs, "time_s")?;
-    let role = strings(obs, "role")?;
-    let rate = strings(obs, "samples_per_s")?;
-    let mut by_time: BTreeMap<u64, f64> = BTreeMap::new();
-    for i in 0..jobs.len() {
-        if jobs[i] as i64 == job && role[i] == "worker" {
-            if let Ok(r) = rate[i].parse::<f64>() {
-                *by_time.entry(time[i] as u64).or_default() += r;
+/// The columns of `observations.csv` the throughput figure reads, extracted once.
+struct Observations {
+    job: Vec<f64>,
+    time: Vec<f64>,
+    role: Vec<String>,
+    rate: Vec<String>,
+}
+
+impl Observations {
+    fn of(df: &polars::prelude::DataFrame) -> anyhow::Result<Observations> {
+        Ok(Observations {
+            job: floats(df, "job")?,
+            time: floats(df, "time_s")?,
+            role: strings(df, "role")?,
+            rate: strings(df, "samples_per_s")?,
+        })
+    }
+
+    /// Samples/s of `job` summed over its workers at each sampling instant.
+    fn rate(&self, job: i64) -> Vec<(f64, f64)> {
+        let mut by_time: BTreeMap<u64, f64> = BTreeMap::new();
+        for i in 0..self.job.len() {
+            if self.job[i] as i64 == job && self.role[i] == "worker" {
+                if let Ok(r) = self.rate[i].parse::<f64>() {
+                    *by_time.entry(self.time[i] as u64).or_default() += r;
+                }
             }
         }
+        by_time
+            .into_iter()
+            .map(|(t, r)| (t as f64 / 3600.0, r))
+            .collect()
     }
-    Ok(by_time
-        .into_iter()
-        .map(|(t, r)| (t as f64 / 3600.0, r))
-        .collect())
 }
 
 fn failures(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
@@ -278,16 +296,8 @@ mod tests {
             "samples_per_s" => [Some(1.5), Some(2.0), Some(9.0), None, Some(4.0)],
         )
         .unwrap();
-        let run = Run {
-            dir: PathBuf::new(),
-            policy: "p".into(),
-            seed: 1,
-            summary: serde_json::Value::Null,
-            jobs: DataFrame::empty(),
-            timeline: DataFrame::empty(),
-            observations: Some(obs),
-        };
-        assert_eq!(observed_rate(&run, 5).unwrap(), [(300.0 / 3600.0, 3.5)]);
-        assert_eq!(observed_rate(&run, 6).unwrap(), [(600.0 / 3600.0, 4.0)]);
+        let obs = Observations::of(&obs).unwrap();
+        assert_eq!(obs.rate(5), [(300.0 / 3600.0, 3.5)]);
+        assert_eq!(obs.rate(6), [(600.0 / 3600.0, 4.0)]);
     }
 }

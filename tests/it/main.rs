@@ -1,6 +1,7 @@
 //! Integration tests, one binary, modules named by the behaviour they pin down.
 
 mod bad_input;
+mod baselines;
 mod calibration;
 mod cli;
 mod determinism;

@@ -366,13 +366,28 @@ pub fn greedy(
     granted
 }
 
-/// The next profiling configuration: alternately one worker step and one PS step.
-fn profile_next(at: (u32, u32), step: (u32, u32), taken: u32) -> (u32, u32) {
-    if taken.is_multiple_of(2) {
-        (at.0, at.1 + step.1)
+/// The next profiling configuration: alternately one worker step and one PS step; the
+/// other kind when that one is not `allowed` (over the per-job cap); `None` when neither is
+/// (the job is at its cap, where the greedy would not grow it either).
+fn profile_next(
+    at: (u32, u32),
+    step: (u32, u32),
+    taken: u32,
+    allowed: impl Fn((u32, u32)) -> bool,
+) -> Option<(u32, u32)> {
+    let workers = (at.0, at.1 + step.1);
+    let ps = (at.0 + step.0, at.1);
+    let order = if taken.is_multiple_of(2) {
+        [workers, ps]
     } else {
-        (at.0 + step.0, at.1)
-    }
+        [ps, workers]
+    };
+    order.into_iter().find(|&to| allowed(to))
+}
+
+/// Cores of `(ps, workers)` pods of `config`'s sizes.
+fn cores_at(config: &JobConfig, (p, w): (u32, u32)) -> f64 {
+    f64::from(p) * config.ps_cpu + f64::from(w) * config.worker_cpu
 }
 
 /// A job the policy may rescale now: training at its configured counts, no rescale under
@@ -421,7 +436,11 @@ impl Optimus {
             let at = (job.config.ps, job.config.workers);
             let step = self.steps.of(job.request.model);
             if st.points.len() < MIN_POINTS {
-                let to = profile_next(at, step, st.profile_steps);
+                let max_cores = self.max_cores;
+                let allowed = |to| cores_at(&job.config, to) <= max_cores + 1e-9;
+                let Some(to) = profile_next(at, step, st.profile_steps, allowed) else {
+                    continue;
+                };
                 let (dp, dw) = (to.0 - at.0, to.1 - at.1);
                 if free.take(job.config.ps_request(), dp)
                     && free.take(job.config.worker_request(), dw)
@@ -464,7 +483,11 @@ impl Policy for Optimus {
             req
         } else {
             self.jobs.insert(job.request.id, JobState::default());
-            let (p, w) = self.steps.of(job.request.model);
+            // One step of each, with fewer workers if that would pass the per-job cap.
+            let (p, mut w) = self.steps.of(job.request.model);
+            while w > 1 && cores_at(&req, (p, w)) > self.max_cores {
+                w -= 1;
+            }
             JobConfig {
                 ps: p,
                 workers: w,
@@ -588,10 +611,14 @@ mod tests {
         let mut at = (2, 4);
         let mut walk = vec![at];
         for k in 0..3 {
-            at = profile_next(at, (2, 4), k);
+            at = profile_next(at, (2, 4), k, |_| true).unwrap();
             walk.push(at);
         }
         assert_eq!(walk, vec![(2, 4), (2, 8), (4, 8), (4, 12)]);
+        // At the cap the walk takes the other kind of step, then stops.
+        let under = |(p, w): (u32, u32)| p + w <= 13;
+        assert_eq!(profile_next((2, 8), (2, 4), 0, under), Some((4, 8)));
+        assert_eq!(profile_next((4, 8), (2, 4), 0, under), None);
         // The four points determine the speed function.
         let truth = OptimusParams {
             t0: 0.3,

@@ -17,7 +17,9 @@
 //! each hold a worker's memory. Within the budget the search maximises
 //! throughput (for a fixed step count, the shortest training time); among configurations
 //! within `tol` (1 %) of the best it takes the one with the fewest cores, since an expert
-//! does not ask for cores that buy nothing. Queueing and pod start time are not modelled
+//! does not ask for cores that buy nothing. `well-tuned[budget=200]` gives every job
+//! DLRover's 200-core budget instead (the user's memory scaled by the same factor), the
+//! setting of the papers' single-job experiments. Queueing and pod start time are not modelled
 //! in the search (larger pods start slower and are harder to place).
 //!
 //! Search space: PS count 1..=64, PS and worker cores every whole number up to 32
@@ -76,12 +78,26 @@ pub fn best_config(
     max_node_mem_mb: u64,
     tol: f64,
 ) -> JobConfig {
+    best_config_within(model, job, None, max_pod_cores, max_node_mem_mb, tol)
+}
+
+/// [`best_config`] within `budget_cores` instead of the user's cores, and the user's
+/// memory scaled by the same factor (the user's footprint resized), when given.
+pub fn best_config_within(
+    model: &Model,
+    job: &JobRequest,
+    budget_cores: Option<f64>,
+    max_pod_cores: f64,
+    max_node_mem_mb: u64,
+    tol: f64,
+) -> JobConfig {
     let req = job.requested;
     if req.ps == 0 {
         return req;
     }
-    let budget = cores_of(&req) + 1e-9;
-    let mem_budget = req.total().mem_mb;
+    let scale = budget_cores.map_or(1.0, |b| b / cores_of(&req));
+    let budget = cores_of(&req) * scale + 1e-9;
+    let mem_budget = (req.total().mem_mb as f64 * scale) as u64;
     let gpu_cap = if req.worker_gpu > 0 {
         req.workers
     } else {
@@ -121,7 +137,7 @@ pub fn best_config(
     let best = shapes
         .iter()
         .map(|c| model.throughput(job, c))
-        .fold(model.throughput(job, &req), f64::max);
+        .fold(0.0, f64::max);
     let target = (1.0 - tol) * best;
     // For each shape, the fewest workers reaching the target; keep the fewest cores.
     let mut chosen: Option<(f64, f64, JobConfig)> = None;
@@ -139,7 +155,8 @@ pub fn best_config(
         }
     }
     let c = chosen.map_or(req, |(_, _, c)| c);
-    if model.throughput(job, &c) >= model.throughput(job, &req) {
+    let req_fits = cores_of(&req) <= budget && req.total().mem_mb <= mem_budget;
+    if !req_fits || model.throughput(job, &c) >= model.throughput(job, &req) {
         c
     } else {
         req
@@ -176,19 +193,28 @@ fn fewest_workers(model: &Model, job: &JobRequest, shape: &JobConfig, target: f6
 pub struct WellTuned {
     canonical: String,
     tol: f64,
+    budget_cores: Option<f64>,
     truth: Option<TruthSettings>,
 }
 
 impl WellTuned {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["tol"])?;
+        spec.only(&["tol", "budget"])?;
         let tol = spec.f64_or("tol", 0.01)?;
         if !(0.0..0.5).contains(&tol) {
             return Err(bad(spec, "tol", "must be in [0, 0.5)"));
         }
+        let budget_cores = match spec.params.get("budget").map(String::as_str) {
+            None | Some("request") => None,
+            Some(_) => match spec.f64_or("budget", 0.0)? {
+                b if b >= 1.0 => Some(b),
+                _ => return Err(bad(spec, "budget", "expected request or cores >= 1")),
+            },
+        };
         Ok(WellTuned {
             canonical: spec.canonical(),
             tol,
+            budget_cores,
             truth: None,
         })
     }
@@ -219,9 +245,10 @@ impl Policy for WellTuned {
             .iter()
             .map(|n| n.capacity.cpu_cores())
             .fold(0.0, f64::max);
-        let config = best_config(
+        let config = best_config_within(
             &model,
             job.request,
+            self.budget_cores,
             MAX_POD_CORES.min(node_cores),
             max_node_mem_mb(view.nodes),
             self.tol,
@@ -325,9 +352,23 @@ mod tests {
     }
 
     #[test]
+    fn a_core_budget_resizes_the_users_footprint() {
+        let (m, job) = (model(ModelKind::WideDeep), tiny_job(ModelKind::WideDeep));
+        let own = best_config(&m, &job, 32.0, 1 << 20, 0.0);
+        let big = best_config_within(&m, &job, Some(200.0), 32.0, 1 << 20, 0.0);
+        assert!(cores_of(&big) <= 200.0 && cores_of(&big) > 12.0, "{big:?}");
+        // 200 / 12 times the user's 10 GB.
+        assert!(big.total().mem_mb <= 10_240 * 200 / 12);
+        assert!(m.throughput(&job, &big) > m.throughput(&job, &own));
+    }
+
+    #[test]
     fn spec_is_labelled_and_tol_is_checked() {
         let w = WellTuned::from_spec(&PolicySpec::parse("well-tuned").unwrap()).unwrap();
         assert_eq!(w.spec(), "well-tuned");
         assert!(WellTuned::from_spec(&PolicySpec::parse("well-tuned[tol=2]").unwrap()).is_err());
+        let b = WellTuned::from_spec(&PolicySpec::parse("well-tuned[budget=200]").unwrap());
+        assert_eq!(b.unwrap().budget_cores, Some(200.0));
+        assert!(WellTuned::from_spec(&PolicySpec::parse("well-tuned[budget=x]").unwrap()).is_err());
     }
 }

@@ -34,6 +34,15 @@ pub struct ReplayArgs {
 }
 
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    if dlsim_online::is_online_scenario(&args.scenario) {
+        // Online (streaming) scenarios have their own world and metrics (sim/online).
+        let (policy, out) = (args.policy.as_deref(), args.out.as_deref());
+        return match dlsim_online::replay(&args.scenario, policy, args.seed, out, args.quiet) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(dlsim_online::CliError::Input(m)) => Err(BadInput(m).into()),
+            Err(e) => Err(anyhow::anyhow!(e)),
+        };
+    }
     let wall = Instant::now();
     let mut scenario = Scenario::load(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
     if let Some(seed) = args.seed {

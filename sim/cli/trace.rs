@@ -109,6 +109,13 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
 
 fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let wall = Instant::now();
+    if let Some(f) = dlsim_online::rates::RateFormat::parse(&a.format) {
+        // Rate series for online scenarios (sim/online/src/rates.rs), not job traces.
+        let report = dlsim_online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
+            .map_err(|e| BadInput(e.to_string()))?;
+        print!("{report}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let Some(format) = Format::parse(&a.format) else {
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
         return Err(BadInput(format!(

@@ -8,6 +8,7 @@ mod determinism;
 mod elastic;
 mod faults;
 mod importers;
+mod online;
 mod report;
 mod simulation;
 mod support;

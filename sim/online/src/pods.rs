@@ -1,0 +1,312 @@
+//! Worker pods of the online job: their life cycle through a rescale and what the API
+//! server and metrics pipeline report about them.
+//!
+//! A new pod is Pending for `container_start_s + image_pull_s`, then Running but not Ready
+//! while it loads the model (`model_load_s`). Once loaded it joins the consumer group, which
+//! rebuilds the stream assignment (`stream_rebuild_s`), during which no worker consumes.
+//! In `restart` mode (Kale's accounting) every rescale recreates all pods and they join
+//! together once the last one is loaded; in `rolling` mode surviving pods keep training and
+//! each joining or leaving pod triggers a rebuild pause. A pod is Ready while it consumes.
+//!
+//! Metrics are scraped from the per-interval work of each pod over `metric_window_s`:
+//! GPU utilisation = trained / capacity, samples/s, and CPU utilisation of the request,
+//! assumed `0.15 + 0.6 x GPU busy` (input pipeline and lookups scale with throughput; an
+//! assumption of ours). Each sample gets multiplicative Gaussian noise.
+
+use crate::policy::{MetricSample, PodObs, PodPhase};
+use crate::scenario::{RescaleMode, RescaleSpec};
+use dlsim_engine::{SimRng, SimTime};
+use rand_distr::{Distribution, Normal};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+pub struct Pod {
+    pub id: u64,
+    pub created: SimTime,
+    pub loaded_at: SimTime,
+    pub loaded: bool,
+    pub joined: bool,
+    pub joined_at: SimTime,
+    /// `(t_end_ms, trained, capacity, duration_s)` per interval while joined.
+    window: VecDeque<(u64, f64, f64, f64)>,
+}
+
+/// The job's pods and its consumer-group state.
+#[derive(Clone, Debug)]
+pub struct Pods {
+    pub pods: Vec<Pod>,
+    next_id: u64,
+    /// No worker consumes before this time (stream rebuild).
+    pub paused_until: SimTime,
+    pub pause_started: SimTime,
+    mode: RescaleMode,
+    cost: RescaleSpec,
+}
+
+impl Pods {
+    /// `n` pods already loaded and consuming at time 0 (the initial deployment).
+    pub fn deployed(n: u32, cost: &RescaleSpec) -> Self {
+        let mut p = Pods {
+            pods: Vec::new(),
+            next_id: 0,
+            paused_until: SimTime::ZERO,
+            pause_started: SimTime::ZERO,
+            mode: cost.mode,
+            cost: cost.clone(),
+        };
+        p.redeploy(n);
+        p
+    }
+
+    /// Replaces every pod with `n` loaded, consuming ones, at no cost (time 0 only).
+    pub fn redeploy(&mut self, n: u32) {
+        self.pods.clear();
+        for _ in 0..n {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.pods.push(Pod {
+                id,
+                created: SimTime::ZERO,
+                loaded_at: SimTime::ZERO,
+                loaded: true,
+                joined: true,
+                joined_at: SimTime::ZERO,
+                window: VecDeque::new(),
+            });
+        }
+    }
+
+    pub fn count(&self) -> u32 {
+        self.pods.len() as u32
+    }
+
+    /// Indices of consuming pods, in id order (their partition ranges follow this order).
+    pub fn joined(&self) -> Vec<usize> {
+        (0..self.pods.len())
+            .filter(|&i| self.pods[i].joined)
+            .collect()
+    }
+
+    fn new_pod(&mut self, now: SimTime) -> Pod {
+        let id = self.next_id;
+        self.next_id += 1;
+        Pod {
+            id,
+            created: now,
+            loaded_at: now + SimTime::from_secs_f64_ceil(self.cost.load_s()),
+            loaded: false,
+            joined: false,
+            joined_at: now,
+            window: VecDeque::new(),
+        }
+    }
+
+    /// Changes the pod count to `n` at `now`; returns `(pod id, loaded_at)` of pods that
+    /// must be woken when loaded.
+    pub fn rescale(&mut self, now: SimTime, n: u32) -> Vec<(u64, SimTime)> {
+        let n = n as usize;
+        // Remove the newest pods first, those not consuming before those that are.
+        while self.pods.len() > n {
+            let victim = (0..self.pods.len())
+                .rev()
+                .find(|&i| !self.pods[i].joined)
+                .unwrap_or(self.pods.len() - 1);
+            let removed = self.pods.remove(victim);
+            if removed.joined && self.mode == RescaleMode::Rolling {
+                self.pause(now);
+            }
+        }
+        if self.mode == RescaleMode::Restart {
+            // Stop and restart: every surviving pod is recreated (unless it is still loading).
+            for i in 0..self.pods.len() {
+                if self.pods[i].loaded {
+                    let fresh = self.new_pod(now);
+                    self.pods[i] = fresh;
+                }
+            }
+        }
+        while self.pods.len() < n {
+            let p = self.new_pod(now);
+            self.pods.push(p);
+        }
+        self.pods
+            .iter()
+            .filter(|p| !p.loaded)
+            .map(|p| (p.id, p.loaded_at))
+            .collect()
+    }
+
+    fn pause(&mut self, now: SimTime) {
+        let until = now + SimTime::from_secs_f64_ceil(self.cost.stream_rebuild_s);
+        if self.paused_until <= now {
+            self.pause_started = now;
+        }
+        self.paused_until = self.paused_until.max(until);
+    }
+
+    /// Pod `id` finished loading at `now` (ignored if it was removed or recreated since).
+    pub fn loaded(&mut self, now: SimTime, id: u64) {
+        let Some(i) = self
+            .pods
+            .iter()
+            .position(|p| p.id == id && !p.loaded && p.loaded_at == now)
+        else {
+            return;
+        };
+        self.pods[i].loaded = true;
+        match self.mode {
+            RescaleMode::Rolling => {
+                self.pods[i].joined = true;
+                self.pods[i].joined_at = now;
+                self.pause(now);
+            }
+            RescaleMode::Restart => {
+                if self.pods.iter().all(|p| p.loaded) {
+                    for p in &mut self.pods {
+                        p.joined = true;
+                        p.joined_at = now;
+                    }
+                    self.pause(now);
+                }
+            }
+        }
+    }
+
+    /// Whether a rescale is under way (a pod not consuming, or the stream being rebuilt).
+    pub fn rescaling(&self, now: SimTime) -> bool {
+        now < self.paused_until || self.pods.iter().any(|p| !p.joined)
+    }
+
+    /// Records one interval's work of pod `i`; keeps `window_ms` of history.
+    pub fn record(
+        &mut self,
+        i: usize,
+        t_end_ms: u64,
+        trained: f64,
+        capacity: f64,
+        dur_s: f64,
+        window_ms: u64,
+    ) {
+        let w = &mut self.pods[i].window;
+        w.push_back((t_end_ms, trained, capacity, dur_s));
+        while w.front().is_some_and(|e| e.0 + window_ms <= t_end_ms) {
+            w.pop_front();
+        }
+    }
+
+    /// What the API server and metrics pipeline report about every pod at `now`.
+    pub fn observe(
+        &self,
+        now: SimTime,
+        window: SimTime,
+        sigma: f64,
+        rng: &mut SimRng,
+    ) -> Vec<PodObs> {
+        let noise = Normal::new(0.0, sigma).expect("valid sigma");
+        let pending_s = self.cost.container_start_s + self.cost.image_pull_s;
+        self.pods
+            .iter()
+            .map(|p| {
+                let phase = if now < p.created + SimTime::from_secs_f64_ceil(pending_s) {
+                    PodPhase::Pending
+                } else {
+                    PodPhase::Running
+                };
+                let ready = p.joined && now >= self.paused_until;
+                let ready_transition = if ready {
+                    p.joined_at.max(self.paused_until)
+                } else if p.joined {
+                    self.pause_started
+                } else {
+                    p.created
+                };
+                let entries: Vec<_> = p
+                    .window
+                    .iter()
+                    .filter(|e| {
+                        e.0 > ready_transition.as_ms() && e.0 + window.as_ms() > now.as_ms()
+                    })
+                    .collect();
+                let (trained, cap, dur) = entries
+                    .iter()
+                    .fold((0.0, 0.0, 0.0), |a, e| (a.0 + e.1, a.1 + e.2, a.2 + e.3));
+                let mut draw = |v: f64| v * (1.0 + noise.sample(rng)).max(0.0);
+                let sample = |value: f64| MetricSample {
+                    value,
+                    timestamp: now,
+                    window,
+                };
+                let (gpu, cpu, sps) = if ready && cap > 0.0 && dur > 0.0 {
+                    let busy = (trained / cap).clamp(0.0, 1.0);
+                    (
+                        Some(sample(draw(busy).min(1.0))),
+                        Some(sample(draw(0.15 + 0.6 * busy))),
+                        Some(sample(draw(trained / dur))),
+                    )
+                } else {
+                    (None, None, None)
+                };
+                PodObs {
+                    phase,
+                    ready,
+                    ready_transition,
+                    start_time: p.created,
+                    gpu_util: gpu,
+                    cpu_util: cpu,
+                    sps,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(mode: RescaleMode) -> RescaleSpec {
+        RescaleSpec {
+            mode,
+            ..RescaleSpec::default()
+        }
+    }
+
+    #[test]
+    fn restart_stops_everyone_until_all_are_loaded_and_the_stream_rebuilt() {
+        let mut p = Pods::deployed(2, &cost(RescaleMode::Restart));
+        let t = SimTime::from_secs(100);
+        let wake = p.rescale(t, 3);
+        assert_eq!(wake.len(), 3, "every pod reloads");
+        assert!(p.joined().is_empty());
+        for (id, at) in wake {
+            assert_eq!(at, SimTime::from_secs(520));
+            p.loaded(at, id);
+        }
+        assert_eq!(p.joined().len(), 3);
+        assert_eq!(p.paused_until, SimTime::from_secs(640), "100 + 420 + 120 s");
+        assert!(p.rescaling(SimTime::from_secs(639)));
+        assert!(!p.rescaling(SimTime::from_secs(640)));
+    }
+
+    #[test]
+    fn rolling_keeps_old_pods_training_and_pauses_only_for_the_rebuild() {
+        let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
+        let wake = p.rescale(SimTime::from_secs(100), 3);
+        assert_eq!(wake.len(), 1);
+        assert_eq!(p.joined().len(), 2);
+        p.loaded(wake[0].1, wake[0].0);
+        assert_eq!(p.joined().len(), 3);
+        assert_eq!(p.paused_until, SimTime::from_secs(640));
+        // Observation: a Pending pod right after creation.
+        p.rescale(SimTime::from_secs(700), 4);
+        let mut rng = dlsim_engine::RngStreams::new(1).stream("n");
+        let obs = p.observe(
+            SimTime::from_secs(710),
+            SimTime::from_secs(60),
+            0.0,
+            &mut rng,
+        );
+        assert_eq!(obs[3].phase, PodPhase::Pending);
+        assert!(!obs[3].ready && obs[3].gpu_util.is_none());
+    }
+}

@@ -1,0 +1,72 @@
+//! `adequate`: static provisioning for the peak (Kale's "Adequate Resources" row). Unless
+//! `workers=` is given, it holds the fewest workers whose fitted throughput exceeds the
+//! run's true peak rate times `1 + headroom`. The peak is read through the oracle view
+//! (labelled in outputs): an operator sizing for a known peak.
+
+use super::{num, OnlinePolicy, OnlineView};
+use crate::scenario::TrainMode;
+use crate::throughput::{fit_and_score, FitForm};
+use dlsim_engine::SimTime;
+use dlsim_policies::{PolicySpec, SpecError};
+
+pub struct Adequate {
+    spec: String,
+    workers: Option<u32>,
+    headroom: f64,
+    peak_sps: Option<f64>,
+    decided: bool,
+}
+
+impl Adequate {
+    pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
+        s.only(&["workers", "headroom"])?;
+        let workers = match s.params.get("workers") {
+            Some(_) => Some(num(s, "workers", 1.0, 1.0, 100_000.0)? as u32),
+            None => None,
+        };
+        Ok(Adequate {
+            spec: s.canonical(),
+            workers,
+            headroom: num(s, "headroom", 0.1, 0.0, 10.0)?,
+            peak_sps: None,
+            decided: false,
+        })
+    }
+}
+
+impl OnlinePolicy for Adequate {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+    fn interval(&self) -> SimTime {
+        SimTime::from_secs(60)
+    }
+    fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        if self.decided {
+            return None;
+        }
+        self.decided = true;
+        let w = match self.workers {
+            Some(w) => w,
+            None => {
+                let peak = view
+                    .oracle_future(0, view.run_minutes)
+                    .iter()
+                    .copied()
+                    .fold(0.0, f64::max);
+                self.peak_sps = Some(peak);
+                let form = match view.mode {
+                    TrainMode::Sync => FitForm::KaleSync,
+                    TrainMode::Async => FitForm::KaleAsync,
+                };
+                let (model, _) = fit_and_score(form, view.profile, view.profile_repeats);
+                model.min_workers_for(peak * (1.0 + self.headroom), view.max_workers)
+            }
+        };
+        self.workers = Some(w);
+        Some(w)
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({ "workers": self.workers, "oracle_peak_sps": self.peak_sps })
+    }
+}

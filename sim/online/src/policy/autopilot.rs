@@ -1,0 +1,142 @@
+//! `autopilot`: a moving-window recommender in the style of Google's Autopilot horizontal
+//! scaling (Rzadca et al., EuroSys 2020). Every minute it records the job's GPU usage (the
+//! sum of the ready pods' scraped utilisation, in GPUs), summarises the last `window_min`
+//! minutes by a statistic (`decayed`: exponentially decayed average with `half_life_min`;
+//! `max`; or `pNN`, a percentile), and recommends `ceil(stat / target)` workers. A rise is
+//! applied at once; a fall only when every recommendation of the last `defer_min` minutes
+//! is at or below it (deferred scale-down). It sees no traffic forecast and no backlog, and
+//! does not decide while a rescale is in progress or no pod reports.
+
+use super::{num, OnlinePolicy, OnlineView, PodPhase};
+use dlsim_engine::SimTime;
+use dlsim_policies::{PolicySpec, SpecError};
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stat {
+    Decayed,
+    Max,
+    Percentile(f64),
+}
+
+pub struct Autopilot {
+    spec: String,
+    stat: Stat,
+    window_min: f64,
+    half_life_min: f64,
+    target: f64,
+    defer_min: f64,
+    usage: VecDeque<(SimTime, f64)>,
+    recs: VecDeque<(SimTime, u32)>,
+}
+
+impl Autopilot {
+    pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
+        s.only(&["stat", "window_min", "half_life_min", "target", "defer_min"])?;
+        let stat = match s.params.get("stat").map(String::as_str) {
+            None | Some("decayed") => Stat::Decayed,
+            Some("max") => Stat::Max,
+            Some(p)
+                if p.starts_with('p')
+                    && p[1..].parse::<f64>().is_ok_and(|q| q > 0.0 && q <= 100.0) =>
+            {
+                Stat::Percentile(p[1..].parse::<f64>().expect("checked") / 100.0)
+            }
+            Some(v) => {
+                return Err(SpecError::BadValue {
+                    policy: s.name.clone(),
+                    key: "stat".into(),
+                    value: v.into(),
+                    why: "expected decayed, max or pNN (e.g. p95)".into(),
+                })
+            }
+        };
+        Ok(Autopilot {
+            spec: s.canonical(),
+            stat,
+            window_min: num(s, "window_min", 60.0, 1.0, 10_080.0)?,
+            half_life_min: num(s, "half_life_min", 10.0, 0.1, 10_080.0)?,
+            target: num(s, "target", 0.8, 0.01, 1.0)?,
+            defer_min: num(s, "defer_min", 20.0, 0.0, 10_080.0)?,
+            usage: VecDeque::new(),
+            recs: VecDeque::new(),
+        })
+    }
+
+    fn statistic(&self, now: SimTime) -> f64 {
+        let vals: Vec<f64> = self.usage.iter().map(|u| u.1).collect();
+        match self.stat {
+            Stat::Max => vals.iter().copied().fold(0.0, f64::max),
+            Stat::Percentile(q) => {
+                let mut v = vals.clone();
+                v.sort_by(f64::total_cmp);
+                let idx = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+                v[idx]
+            }
+            Stat::Decayed => {
+                let (mut num, mut den) = (0.0, 0.0);
+                for &(t, u) in &self.usage {
+                    let age_min = (now.as_ms() - t.as_ms()) as f64 / 60_000.0;
+                    let w = 0.5f64.powf(age_min / self.half_life_min);
+                    num += w * u;
+                    den += w;
+                }
+                num / den
+            }
+        }
+    }
+}
+
+impl OnlinePolicy for Autopilot {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+    fn interval(&self) -> SimTime {
+        SimTime::from_secs(60)
+    }
+    fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        if view.rescaling {
+            return None;
+        }
+        let ready: Vec<f64> = view
+            .pods
+            .iter()
+            .filter(|p| p.phase == PodPhase::Running && p.ready)
+            .filter_map(|p| p.gpu_util.map(|m| m.value))
+            .collect();
+        if ready.is_empty() {
+            return None;
+        }
+        let now = view.now;
+        self.usage.push_back((now, ready.iter().sum()));
+        let keep = |t: SimTime, min: f64| (now.as_ms() - t.as_ms()) as f64 <= min * 60_000.0;
+        while self
+            .usage
+            .front()
+            .is_some_and(|u| !keep(u.0, self.window_min))
+        {
+            self.usage.pop_front();
+        }
+        let rec = ((self.statistic(now) / self.target).ceil() as u32).max(1);
+        self.recs.push_back((now, rec));
+        while self
+            .recs
+            .front()
+            .is_some_and(|r| !keep(r.0, self.defer_min))
+        {
+            self.recs.pop_front();
+        }
+        if rec >= view.target {
+            return Some(rec);
+        }
+        // Deferred scale-down: the highest recommendation of the deferral window.
+        Some(
+            self.recs
+                .iter()
+                .map(|r| r.1)
+                .max()
+                .unwrap_or(rec)
+                .min(view.target),
+        )
+    }
+}

@@ -1,0 +1,378 @@
+//! `hpa`: the Kubernetes Horizontal Pod Autoscaler as `pkg/controller/podautoscaler`
+//! implements it (v1.2x, `autoscaling/v2` with default behaviour).
+//!
+//! * Replica calculator (`replica_calculator.go`): pods are grouped by `groupPods` (Pending
+//!   pods are unready; Running pods without a sample are missing; for the CPU resource
+//!   metric, pods inside the 5-min initialisation period count as unready when not Ready or
+//!   when their sample window started before the last readiness change, and after it when
+//!   they were never Ready within 30 s of start). Unready metrics are dropped; with none left
+//!   the sync is an error and nothing changes. Without unready-on-scale-up or missing pods:
+//!   inside the tolerance keep the current count, else `ceil(ratio * ready)`. Otherwise
+//!   missing pods count as the target (scale-down; CPU: `max(100%, target)`) or 0 (scale-up),
+//!   unready pods as 0 on a scale-up, the ratio is recomputed, and a change of direction or a
+//!   ratio inside the tolerance keeps the current count; else `ceil(new_ratio * counted)`
+//!   unless that count moves the wrong way.
+//! * Controller (`horizontal.go`): out-of-range replicas are clamped first; otherwise the
+//!   recommendation is stabilised (`stabilizeRecommendationWithBehaviors`: the minimum over
+//!   the scale-up window, the maximum over the scale-down window, both including the
+//!   current one) and rate-limited (`convertDesiredReplicasWithBehaviorRate`: scale-up
+//!   limit = max over policies {+4 pods, +100%} per 15 s from the period-start count;
+//!   scale-down limit = min over {-100%} per 15 s), then bounded by min/max replicas.
+//!   Scale events are recorded per direction for the rate limits.
+
+use super::{choice, num, MetricSample, OnlinePolicy, OnlineView, PodObs, PodPhase};
+use dlsim_engine::SimTime;
+use dlsim_policies::{PolicySpec, SpecError};
+
+/// The metric the HPA scales on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HpaMetric {
+    /// GPU utilisation as a per-pod custom metric (`type: Pods`, average value).
+    GpuUtil,
+    /// CPU utilisation of the request (`type: Resource`), with the CPU readiness rules.
+    CpuUtil,
+    /// Samples/s per pod (`type: Pods`).
+    Sps,
+}
+
+/// A scaling policy of an `HPAScalingRules`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RatePolicy {
+    Pods { value: u32, period_s: u64 },
+    Percent { value: u32, period_s: u64 },
+}
+
+/// The replica calculator's constants.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CalcConfig {
+    pub metric: HpaMetric,
+    pub target: f64,
+    pub tolerance: f64,
+    /// `--horizontal-pod-autoscaler-cpu-initialization-period` (default 5 min).
+    pub cpu_init_period: SimTime,
+    /// `--horizontal-pod-autoscaler-initial-readiness-delay` (default 30 s).
+    pub initial_readiness_delay: SimTime,
+}
+
+/// Why a sync could not compute a recommendation (the controller then changes nothing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CalcError {
+    NoPods,
+    NoMetrics,
+}
+
+fn sample(p: &PodObs, m: HpaMetric) -> Option<MetricSample> {
+    match m {
+        HpaMetric::GpuUtil => p.gpu_util,
+        HpaMetric::CpuUtil => p.cpu_util,
+        HpaMetric::Sps => p.sps,
+    }
+}
+
+/// `groupPods`: returns (ready-with-metric values, unready count, missing count).
+fn group(pods: &[PodObs], cfg: &CalcConfig, now: SimTime) -> (Vec<f64>, usize, usize) {
+    let (mut ready, mut unready, mut missing) = (Vec::new(), 0, 0);
+    for p in pods {
+        if p.phase == PodPhase::Pending {
+            unready += 1;
+            continue;
+        }
+        let Some(m) = sample(p, cfg.metric) else {
+            missing += 1;
+            continue;
+        };
+        if cfg.metric == HpaMetric::CpuUtil {
+            let in_init = p.start_time + cfg.cpu_init_period > now;
+            let is_unready = if in_init {
+                !p.ready || m.timestamp < p.ready_transition + m.window
+            } else {
+                !p.ready && p.start_time + cfg.initial_readiness_delay > p.ready_transition
+            };
+            if is_unready {
+                unready += 1;
+                continue;
+            }
+        }
+        ready.push(m.value);
+    }
+    (ready, unready, missing)
+}
+
+/// The replica calculator: the desired count for `current` replicas given `pods`.
+pub fn replica_calc(
+    current: u32,
+    pods: &[PodObs],
+    cfg: &CalcConfig,
+    now: SimTime,
+) -> Result<u32, CalcError> {
+    if pods.is_empty() {
+        return Err(CalcError::NoPods);
+    }
+    let (mut values, unready, missing) = group(pods, cfg, now);
+    if values.is_empty() {
+        return Err(CalcError::NoMetrics);
+    }
+    let ready = values.len();
+    let ratio_of = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64 / cfg.target;
+    let ratio = ratio_of(&values);
+    let scale_up_with_unready = unready > 0 && ratio > 1.0;
+    if !scale_up_with_unready && missing == 0 {
+        if (1.0 - ratio).abs() <= cfg.tolerance {
+            return Ok(current);
+        }
+        return Ok((ratio * ready as f64).ceil() as u32);
+    }
+    if missing > 0 {
+        if ratio < 1.0 {
+            let fallback = match cfg.metric {
+                HpaMetric::CpuUtil => cfg.target.max(1.0),
+                _ => cfg.target,
+            };
+            values.extend(std::iter::repeat_n(fallback, missing));
+        } else if ratio > 1.0 {
+            values.extend(std::iter::repeat_n(0.0, missing));
+        }
+    }
+    if scale_up_with_unready {
+        values.extend(std::iter::repeat_n(0.0, unready));
+    }
+    let new_ratio = ratio_of(&values);
+    if (1.0 - new_ratio).abs() <= cfg.tolerance
+        || (ratio < 1.0 && new_ratio > 1.0)
+        || (ratio > 1.0 && new_ratio < 1.0)
+    {
+        return Ok(current);
+    }
+    let new_replicas = (new_ratio * values.len() as f64).ceil() as u32;
+    if (new_ratio < 1.0 && new_replicas > current) || (new_ratio > 1.0 && new_replicas < current) {
+        return Ok(current);
+    }
+    Ok(new_replicas)
+}
+
+/// The controller's memory: past recommendations and scale events.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    pub up_window: SimTime,
+    pub down_window: SimTime,
+    pub up_policies: Vec<RatePolicy>,
+    pub down_policies: Vec<RatePolicy>,
+    recommendations: Vec<(SimTime, u32)>,
+    up_events: Vec<(SimTime, u32)>,
+    down_events: Vec<(SimTime, u32)>,
+}
+
+impl Controller {
+    /// The `autoscaling/v2` default behaviour.
+    pub fn default_behaviour(min_replicas: u32, max_replicas: u32) -> Self {
+        Controller {
+            min_replicas,
+            max_replicas,
+            up_window: SimTime::ZERO,
+            down_window: SimTime::from_secs(300),
+            up_policies: vec![
+                RatePolicy::Pods {
+                    value: 4,
+                    period_s: 15,
+                },
+                RatePolicy::Percent {
+                    value: 100,
+                    period_s: 15,
+                },
+            ],
+            down_policies: vec![RatePolicy::Percent {
+                value: 100,
+                period_s: 15,
+            }],
+            recommendations: Vec::new(),
+            up_events: Vec::new(),
+            down_events: Vec::new(),
+        }
+    }
+
+    /// One `reconcileAutoscaler` pass: returns the new `spec.replicas`.
+    pub fn reconcile(&mut self, now: SimTime, current: u32, metric: Result<u32, CalcError>) -> u32 {
+        let desired = if current > self.max_replicas {
+            self.max_replicas
+        } else if current < self.min_replicas {
+            self.min_replicas
+        } else {
+            let Ok(rec) = metric else {
+                return current;
+            };
+            let stabilised = self.stabilise(now, current, rec);
+            self.rate_limit(now, current, stabilised)
+        };
+        if desired > current {
+            self.up_events.push((now, desired - current));
+        } else if desired < current {
+            self.down_events.push((now, current - desired));
+        }
+        desired
+    }
+
+    fn stabilise(&mut self, now: SimTime, current: u32, desired: u32) -> u32 {
+        let after = |t: SimTime, w: SimTime| t.as_ms() + w.as_ms() > now.as_ms();
+        let mut up = desired;
+        let mut down = desired;
+        for &(t, r) in &self.recommendations {
+            if after(t, self.up_window) {
+                up = up.min(r);
+            }
+            if after(t, self.down_window) {
+                down = down.max(r);
+            }
+        }
+        let rec = current.max(up).min(down);
+        let keep = self.up_window.max(self.down_window);
+        self.recommendations.retain(|&(t, _)| after(t, keep));
+        self.recommendations.push((now, desired));
+        rec
+    }
+
+    fn changed_in(events: &[(SimTime, u32)], now: SimTime, period_s: u64) -> u32 {
+        events
+            .iter()
+            .filter(|(t, _)| t.as_ms() + period_s * 1000 > now.as_ms())
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    fn rate_limit(&mut self, now: SimTime, current: u32, desired: u32) -> u32 {
+        let longest = self
+            .up_policies
+            .iter()
+            .chain(&self.down_policies)
+            .map(|p| match p {
+                RatePolicy::Pods { period_s, .. } | RatePolicy::Percent { period_s, .. } => {
+                    *period_s
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        let fresh = |e: &(SimTime, u32)| e.0.as_ms() + longest * 1000 > now.as_ms();
+        self.up_events.retain(fresh);
+        self.down_events.retain(fresh);
+        let start = |period_s: u64| {
+            i64::from(current) - i64::from(Self::changed_in(&self.up_events, now, period_s))
+                + i64::from(Self::changed_in(&self.down_events, now, period_s))
+        };
+        if desired > current {
+            let limit = self
+                .up_policies
+                .iter()
+                .map(|p| match *p {
+                    RatePolicy::Pods { value, period_s } => start(period_s) + i64::from(value),
+                    RatePolicy::Percent { value, period_s } => {
+                        (start(period_s) as f64 * (1.0 + f64::from(value) / 100.0)).ceil() as i64
+                    }
+                })
+                .max()
+                .unwrap_or(i64::from(current))
+                .max(i64::from(current));
+            let allowed = limit.min(i64::from(self.max_replicas));
+            desired.min(allowed as u32)
+        } else if desired < current {
+            let limit = self
+                .down_policies
+                .iter()
+                .map(|p| match *p {
+                    RatePolicy::Pods { value, period_s } => start(period_s) - i64::from(value),
+                    RatePolicy::Percent { value, period_s } => {
+                        (start(period_s) as f64 * (1.0 - f64::from(value) / 100.0)) as i64
+                    }
+                })
+                .min()
+                .unwrap_or(i64::from(current))
+                .min(i64::from(current));
+            let allowed = limit.max(i64::from(self.min_replicas));
+            desired.max(allowed as u32)
+        } else {
+            desired
+        }
+    }
+}
+
+/// The `hpa` policy: replica calculator plus controller, synced every `sync_s`.
+pub struct Hpa {
+    spec: String,
+    calc: CalcConfig,
+    ctl: Controller,
+    sync: SimTime,
+    errors: u64,
+}
+
+impl Hpa {
+    pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
+        s.only(&[
+            "metric",
+            "target",
+            "min",
+            "max",
+            "tolerance",
+            "sync_s",
+            "down_window_s",
+        ])?;
+        let metric = match choice(s, "metric", "gpu_util", &["gpu_util", "cpu_util", "sps"])? {
+            "cpu_util" => HpaMetric::CpuUtil,
+            "sps" => HpaMetric::Sps,
+            _ => HpaMetric::GpuUtil,
+        };
+        let default_target = if metric == HpaMetric::Sps {
+            5000.0
+        } else {
+            0.7
+        };
+        let target = num(s, "target", default_target, 1e-6, 1e12)?;
+        let min = num(s, "min", 1.0, 1.0, 10_000.0)? as u32;
+        let max = num(s, "max", 10_000.0, 1.0, 10_000.0)? as u32;
+        if max < min {
+            return Err(SpecError::BadValue {
+                policy: s.name.clone(),
+                key: "max".into(),
+                value: max.to_string(),
+                why: "must be >= min".into(),
+            });
+        }
+        let mut ctl = Controller::default_behaviour(min, max);
+        ctl.down_window = SimTime::from_secs(num(s, "down_window_s", 300.0, 0.0, 86_400.0)? as u64);
+        Ok(Hpa {
+            spec: s.canonical(),
+            calc: CalcConfig {
+                metric,
+                target,
+                tolerance: num(s, "tolerance", 0.1, 0.0, 1.0)?,
+                cpu_init_period: SimTime::from_secs(300),
+                initial_readiness_delay: SimTime::from_secs(30),
+            },
+            ctl,
+            sync: SimTime::from_secs(num(s, "sync_s", 15.0, 1.0, 3600.0)? as u64),
+            errors: 0,
+        })
+    }
+}
+
+impl OnlinePolicy for Hpa {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+    fn interval(&self) -> SimTime {
+        self.sync
+    }
+    fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        let rec = replica_calc(view.target, view.pods, &self.calc, view.now);
+        if rec.is_err() {
+            self.errors += 1;
+        }
+        Some(self.ctl.reconcile(view.now, view.target, rec))
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({ "syncs_without_metrics": self.errors })
+    }
+}
+
+#[cfg(test)]
+#[path = "hpa_tests.rs"]
+mod tests;

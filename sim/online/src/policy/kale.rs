@@ -1,0 +1,281 @@
+//! `kale`: Kale's autoscaler (seed 003): forecast the traffic, fit the resource-throughput
+//! model by NNLS on the offline profile, plan the fewest workers with `F(w) > L(t)` for
+//! every minute ahead (Eq. 7), stabilise the plan, and turn on global data shuffling.
+//!
+//! Stabilisation (rho, tau), applied to the plan with the current worker count prepended (so
+//! the current level is its first run): only a change that exceeds `rho` workers from the
+//! level held so far is a change; smaller ones keep the held level (our reading of "a change
+//! exceeding rho triggers the check": it is the reading under which a larger rho means fewer
+//! autoscalings, as the paper states). Then every interior run (not the current one, not the
+//! open-ended last one) shorter than `tau` minutes is calibrated to the larger of its
+//! neighbours' levels, repeated until no such run remains. A short burst between two lower
+//! levels is therefore flattened, a short dip between two higher levels is filled, and a
+//! sustained rise survives.
+//!
+//! The action: the maximum of the stabilised plan over the next `lead` minutes (the time a
+//! rescale takes), so capacity is ready when the forecast load arrives and a scale-down
+//! waits until the lower level holds for the whole lead time. Two interpretations of ours,
+//! documented here: `L(t)` adds the observed Kafka backlog spread over `drain_min` minutes
+//! (Eq. 7 alone never drains the backlog a rescale leaves); no decision is taken while a
+//! rescale is in progress; and, applying "no level shorter than tau" across decisions as
+//! well as within a plan, a level once applied is kept for `tau` minutes unless the plan
+//! rises above it, and it is never lowered while the lag exceeds `hold_lag_s` (throughput
+//! before GPU efficiency, as Kale states).
+
+use super::{forecaster, num, OnlinePolicy, OnlineView};
+use crate::forecast::Forecaster;
+use crate::scenario::TrainMode;
+use crate::stream::ShuffleConfig;
+use crate::throughput::{fit_and_score, FitErrors, FitForm, FittedModel};
+use dlsim_engine::SimTime;
+use dlsim_policies::{PolicySpec, SpecError};
+
+pub struct Kale {
+    spec: String,
+    forecaster: Forecaster,
+    rho: f64,
+    tau_min: usize,
+    drain_min: f64,
+    shuffle: Option<ShuffleConfig>,
+    model: Option<(FittedModel, FitErrors)>,
+    hold_lag_s: f64,
+    last_change: Option<SimTime>,
+    decisions: u64,
+}
+
+impl Kale {
+    pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
+        s.only(&[
+            "forecaster",
+            "rho",
+            "tau_min",
+            "drain_min",
+            "hold_lag_s",
+            "shuffle",
+            "high_s",
+            "low_s",
+        ])?;
+        let shuffle = if s.bool_or("shuffle", true)? {
+            let d = ShuffleConfig::default();
+            Some(ShuffleConfig {
+                high_s: num(s, "high_s", d.high_s, 0.0, 86_400.0)?,
+                low_s: num(s, "low_s", d.low_s, 0.0, 86_400.0)?,
+                ..d
+            })
+        } else {
+            None
+        };
+        Ok(Kale {
+            spec: s.canonical(),
+            forecaster: Forecaster::new(forecaster(s)?),
+            rho: num(s, "rho", 1.0, 0.0, 1000.0)?,
+            tau_min: num(s, "tau_min", 10.0, 0.0, 1440.0)? as usize,
+            drain_min: num(s, "drain_min", 60.0, 1.0, 1440.0)?,
+            shuffle,
+            model: None,
+            hold_lag_s: num(s, "hold_lag_s", 60.0, 0.0, 86_400.0)?,
+            last_change: None,
+            decisions: 0,
+        })
+    }
+}
+
+/// Kale's stabilisation of a per-minute worker plan (see the module comment).
+pub fn stabilise(plan: &[u32], rho: f64, tau: usize) -> Vec<u32> {
+    let mut p = plan.to_vec();
+    for i in 1..p.len() {
+        if (f64::from(p[i]) - f64::from(p[i - 1])).abs() <= rho {
+            p[i] = p[i - 1];
+        }
+    }
+    loop {
+        let runs = runs(&p);
+        let short = (1..runs.len().saturating_sub(1)).find(|&k| runs[k].1 - runs[k].0 < tau);
+        let Some(k) = short else {
+            return p;
+        };
+        let level = p[runs[k - 1].0].max(p[runs[k + 1].0]);
+        for v in &mut p[runs[k].0..runs[k].1] {
+            *v = level;
+        }
+    }
+}
+
+/// Maximal runs of equal values as `[start, end)` ranges.
+fn runs(p: &[u32]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=p.len() {
+        if i == p.len() || p[i] != p[start] {
+            out.push((start, i));
+            start = i;
+        }
+    }
+    out
+}
+
+impl OnlinePolicy for Kale {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+    fn interval(&self) -> SimTime {
+        SimTime::from_secs(60)
+    }
+    fn shuffle(&self) -> Option<ShuffleConfig> {
+        self.shuffle
+    }
+
+    fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        if self.model.is_none() {
+            let form = match view.mode {
+                TrainMode::Sync => FitForm::KaleSync,
+                TrainMode::Async => FitForm::KaleAsync,
+            };
+            self.model = Some(fit_and_score(form, view.profile, view.profile_repeats));
+        }
+        if view.rescaling {
+            return None;
+        }
+        let (model, _) = self.model.as_ref().expect("fitted above");
+        self.decisions += 1;
+        let lead = (view.rescale_s / 60.0).ceil() as usize;
+        let horizon = lead + self.tau_min + 60;
+        let now = view.now_minute();
+        let future = view.oracle_future(now, now + horizon);
+        let fc = self.forecaster.forecast(view.minute_rates, horizon, future);
+        let drain_rate = view.backlog_samples / (self.drain_min * 60.0);
+        let plan: Vec<u32> = fc
+            .iter()
+            .enumerate()
+            .map(|(m, l)| {
+                let extra = if (m as f64) < self.drain_min {
+                    drain_rate
+                } else {
+                    0.0
+                };
+                model.min_workers_for(l + extra, view.max_workers)
+            })
+            .collect();
+        let with_now: Vec<u32> = std::iter::once(view.target).chain(plan).collect();
+        let stable = stabilise(&with_now, self.rho, self.tau_min);
+        let desired = stable[1..=(lead + 1).min(stable.len() - 1)]
+            .iter()
+            .copied()
+            .max()?;
+        if desired < view.target {
+            let young = self
+                .last_change
+                .is_some_and(|t| view.now.as_ms() < t.as_ms() + self.tau_min as u64 * 60_000);
+            if young || view.lag_s > self.hold_lag_s {
+                return None;
+            }
+        }
+        if desired != view.target {
+            self.last_change = Some(view.now);
+        }
+        Some(desired)
+    }
+
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "forecaster": self.forecaster.kind(),
+            "rho": self.rho,
+            "tau_min": self.tau_min,
+            "shuffle": self.shuffle.is_some(),
+            "decisions": self.decisions,
+            "throughput_model": self.model.as_ref().map(|(m, e)| serde_json::json!({ "model": m, "held_out": e })),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(parts: &[(u32, usize)]) -> Vec<u32> {
+        parts
+            .iter()
+            .flat_map(|&(v, n)| std::iter::repeat_n(v, n))
+            .collect()
+    }
+
+    #[test]
+    fn stabilisation_suppresses_a_short_burst_but_follows_a_sustained_rise() {
+        // A 3-minute burst to 8 workers between two 4-worker levels: flattened.
+        let burst = plan(&[(4, 20), (8, 3), (4, 20)]);
+        assert_eq!(stabilise(&burst, 1.0, 10), vec![4; 43]);
+        // A 30-minute rise to 8 workers: kept as planned.
+        let rise = plan(&[(4, 20), (8, 30), (4, 20)]);
+        assert_eq!(stabilise(&rise, 1.0, 10), rise);
+        // A rise that lasts to the end of the horizon is kept even when short so far.
+        let late = plan(&[(4, 20), (8, 5)]);
+        assert_eq!(stabilise(&late, 1.0, 10), late);
+        // A short dip between two high levels is filled (no scale-down then up).
+        let dip = plan(&[(8, 10), (4, 3), (8, 10)]);
+        assert_eq!(stabilise(&dip, 1.0, 10), vec![8; 23]);
+        // A staircase of short steps up settles on the levels that last.
+        let stairs = plan(&[(4, 20), (5, 4), (6, 4), (8, 30)]);
+        let s = stabilise(&stairs, 1.0, 10);
+        assert_eq!(&s[..20], &[4; 20]);
+        assert_eq!(&s[28..], &[8; 30]);
+    }
+
+    #[test]
+    fn rho_ignores_changes_that_do_not_exceed_it() {
+        let p = plan(&[(4, 20), (5, 20), (9, 20)]);
+        // rho = 1 (the default): the 1-worker step is not a change, the 4-worker one is.
+        assert_eq!(stabilise(&p, 1.0, 10), plan(&[(4, 40), (9, 20)]));
+        assert_eq!(stabilise(&p, 5.0, 10), vec![4; 60]);
+        assert_eq!(stabilise(&p, 0.0, 10), p);
+    }
+
+    #[test]
+    fn eq7_plan_follows_the_forecast_before_the_load_arrives() {
+        use crate::policy::OnlineView;
+        use crate::throughput::{profile, Truth};
+        let truth = Truth {
+            mode: TrainMode::Sync,
+            theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
+            wp_ratio: 1.0,
+        };
+        let mut rng = dlsim_engine::RngStreams::new(3).stream("p");
+        let prof = profile(&truth, &[1, 2, 4, 8, 16, 32], 2, 0.0, &mut rng);
+        // Flat 30k samples/s for an hour, then 120k from minute 65 on (oracle forecaster).
+        let rates = vec![30_000.0; 60];
+        let future: Vec<f64> = (60..300)
+            .map(|m| if m < 65 { 30_000.0 } else { 120_000.0 })
+            .collect();
+        let view = OnlineView {
+            now: SimTime::from_secs(3600),
+            target: 3,
+            pods: &[],
+            minute_rates: &rates,
+            backlog_samples: 0.0,
+            lag_s: 0.0,
+            rescaling: false,
+            mode: TrainMode::Sync,
+            profile: &prof,
+            profile_repeats: 2,
+            max_workers: 32,
+            run_minutes: 300,
+            rescale_s: 540.0,
+            oracle: &[],
+        };
+        let full: Vec<f64> = rates.iter().copied().chain(future).collect();
+        let view = OnlineView {
+            oracle: &full,
+            ..view
+        };
+        let mut k =
+            Kale::from_spec(&PolicySpec::parse("kale[forecaster=oracle]").unwrap()).unwrap();
+        let w = k.decide(&view).unwrap();
+        assert!(
+            truth.throughput(w) > 120_000.0,
+            "scales up 5 min ahead: {w}"
+        );
+        assert!(
+            truth.throughput(w - 2) < 120_000.0,
+            "but not far beyond: {w}"
+        );
+    }
+}

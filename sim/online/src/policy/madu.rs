@@ -1,0 +1,75 @@
+//! `madu`: forecast-driven provisioning with a fixed capacity per GPU:
+//! `workers = ceil(max forecast over the next window / capacity)`. The capacity is a
+//! constant samples/s per GPU; by default the lowest per-GPU rate of the offline profile (a
+//! conservative constant that holds at every profiled size), or `capacity=` in the spec.
+//! No stabilisation; no decision while a rescale is in progress.
+
+use super::{forecaster, num, OnlinePolicy, OnlineView};
+use crate::forecast::Forecaster;
+use dlsim_engine::SimTime;
+use dlsim_policies::{PolicySpec, SpecError};
+
+pub struct Madu {
+    spec: String,
+    forecaster: Forecaster,
+    capacity: Option<f64>,
+    window_min: Option<usize>,
+}
+
+impl Madu {
+    pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
+        s.only(&["forecaster", "capacity", "window_min"])?;
+        let capacity = match s.params.get("capacity") {
+            Some(_) => Some(num(s, "capacity", 1.0, 1e-9, 1e15)?),
+            None => None,
+        };
+        let window_min = match s.params.get("window_min") {
+            Some(_) => Some(num(s, "window_min", 10.0, 1.0, 1440.0)? as usize),
+            None => None,
+        };
+        Ok(Madu {
+            spec: s.canonical(),
+            forecaster: Forecaster::new(forecaster(s)?),
+            capacity,
+            window_min,
+        })
+    }
+}
+
+impl OnlinePolicy for Madu {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+    fn interval(&self) -> SimTime {
+        SimTime::from_secs(60)
+    }
+    fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        if self.capacity.is_none() {
+            let per_gpu = view
+                .profile
+                .iter()
+                .map(|p| p.sps / f64::from(p.workers))
+                .fold(f64::INFINITY, f64::min);
+            self.capacity = Some(per_gpu);
+        }
+        if view.rescaling {
+            return None;
+        }
+        let window = self
+            .window_min
+            .unwrap_or((view.rescale_s / 60.0).ceil() as usize)
+            + 1;
+        let now = view.now_minute();
+        let future = view.oracle_future(now, now + window);
+        let fc = self.forecaster.forecast(view.minute_rates, window, future);
+        let peak = fc.iter().copied().fold(0.0, f64::max);
+        let cap = self.capacity.expect("set above");
+        Some(((peak / cap).ceil() as u32).clamp(1, view.max_workers))
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "forecaster": self.forecaster.kind(),
+            "capacity_sps_per_gpu": self.capacity,
+        })
+    }
+}

@@ -1,0 +1,488 @@
+//! The online scenario file (`"kind": "online"`): cluster, job and hidden throughput truth,
+//! traffic, rescale costs and observation noise. Loading validates everything and returns an
+//! [`InputError`] naming the file, line and field, so a bad file fails before anything runs.
+
+use dlsim_model::scenario::key_line;
+use dlsim_traces::InputError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The parsed scenario file. Every field except `kind`, `name` and `policy` has a default.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnlineFile {
+    pub kind: String,
+    pub name: String,
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Simulated days.
+    #[serde(default = "seven")]
+    pub days: f64,
+    pub policy: String,
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub job: JobSpec,
+    #[serde(default)]
+    pub traffic: TrafficSpec,
+    #[serde(default)]
+    pub rescale: RescaleSpec,
+    #[serde(default)]
+    pub observation: ObservationSpec,
+    /// Fluid step and metric scrape period (s); must divide 60.
+    #[serde(default = "fifteen")]
+    pub step_s: u64,
+    /// Lag above which a minute counts as an SLO violation (Kale: 20 min).
+    #[serde(default = "slo_default")]
+    pub slo_lag_s: f64,
+}
+
+fn one() -> u64 {
+    1
+}
+fn seven() -> f64 {
+    7.0
+}
+fn fifteen() -> u64 {
+    15
+}
+fn slo_default() -> f64 {
+    1200.0
+}
+
+/// A dedicated cluster: workers on GPU nodes (one GPU each), PS on CPU nodes.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterSpec {
+    pub gpu_nodes: u32,
+    pub gpus_per_node: u32,
+    pub cpu_nodes: u32,
+    pub cores_per_cpu_node: u32,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        // Kale's testbed: 32 NVIDIA A10 GPUs.
+        ClusterSpec {
+            gpu_nodes: 4,
+            gpus_per_node: 8,
+            cpu_nodes: 8,
+            cores_per_cpu_node: 64,
+        }
+    }
+}
+
+/// Synchronous (Eq. 4) or asynchronous (Eq. 6) PS training.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TrainMode {
+    Sync,
+    Async,
+}
+
+/// The online job and its hidden throughput truth.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobSpec {
+    pub mode: TrainMode,
+    /// Workers per PS (Kale keeps w/p constant; its experiments use 1).
+    pub wp_ratio: f64,
+    pub ps_cores: u32,
+    pub initial_workers: u32,
+    /// Hidden truth: Eq. 4 `theta_0..theta_6` (sync, 7 values) or Eq. 6 `theta_0..theta_2`
+    /// (async, 3 values), in seconds per sample.
+    pub theta: Vec<f64>,
+    /// Sigma of the hidden lognormal factor on each theta (drawn from `job-truth`).
+    pub truth_sigma: f64,
+    /// Worker counts benchmarked offline before deployment (the profile Kale fits).
+    pub profile_workers: Vec<u32>,
+    pub profile_repeats: u32,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            mode: TrainMode::Sync,
+            wp_ratio: 1.0,
+            ps_cores: 8,
+            initial_workers: 8,
+            theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
+            truth_sigma: 0.1,
+            profile_workers: vec![1, 2, 4, 6, 8, 12, 16, 24, 32],
+            profile_repeats: 2,
+        }
+    }
+}
+
+/// Where the total arrival rate comes from.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrafficSpec {
+    /// `None`: the built-in diurnal generator. `Some(path)`: a rate-series CSV (from
+    /// `dlsim trace import --format qps`), relative to the scenario file, whose shape is
+    /// mapped affinely onto `[peak/peak_to_trough, peak]` and repeated every `period_s`.
+    pub file: Option<PathBuf>,
+    pub period_s: f64,
+    /// Peak of the smooth daily cycle, samples/s.
+    pub peak_sps: f64,
+    /// Peak over trough of the daily cycle (Kale Fig. 2a: up to 7.65).
+    pub peak_to_trough: f64,
+    /// Hour of day of the trough (generator only).
+    pub trough_hour: f64,
+    /// Rate factor on days 6 and 7 of each week (generator only).
+    pub weekend_factor: f64,
+    /// Sigma of the AR(1) lognormal per-minute noise.
+    pub noise_sigma: f64,
+    /// Short bursts per day, their length (min) and gain ranges.
+    pub bursts_per_day: f64,
+    pub burst_minutes: [f64; 2],
+    pub burst_gain: [f64; 2],
+    /// Kafka partitions and the sigma of their lognormal rate shares (uneven partitions).
+    pub partitions: u32,
+    pub partition_skew_sigma: f64,
+    /// Bytes per sample, for the network cost of shuffling.
+    pub sample_bytes: f64,
+}
+
+impl Default for TrafficSpec {
+    fn default() -> Self {
+        TrafficSpec {
+            file: None,
+            period_s: 86_400.0,
+            peak_sps: 120_000.0,
+            peak_to_trough: 7.65,
+            trough_hour: 4.0,
+            weekend_factor: 0.9,
+            noise_sigma: 0.03,
+            bursts_per_day: 4.0,
+            burst_minutes: [2.0, 8.0],
+            burst_gain: [0.1, 0.4],
+            partitions: 256,
+            partition_skew_sigma: 0.3,
+            sample_bytes: 2048.0,
+        }
+    }
+}
+
+/// How a change of worker count is carried out, and what each phase costs.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RescaleMode {
+    /// Stop and restart: every pod reloads, training stops until all are back (Kale's cost).
+    Restart,
+    /// New pods load in the background; only the stream rebuild pauses consumption.
+    Rolling,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RescaleSpec {
+    pub mode: RescaleMode,
+    pub container_start_s: f64,
+    pub image_pull_s: f64,
+    pub model_load_s: f64,
+    pub stream_rebuild_s: f64,
+}
+
+impl Default for RescaleSpec {
+    fn default() -> Self {
+        // Kale's example for a 1B-parameter online job: 30 s + 30 s + 6 min + 2 min.
+        RescaleSpec {
+            mode: RescaleMode::Rolling,
+            container_start_s: 30.0,
+            image_pull_s: 30.0,
+            model_load_s: 360.0,
+            stream_rebuild_s: 120.0,
+        }
+    }
+}
+
+impl RescaleSpec {
+    /// Seconds from pod creation to a loaded model (Pending, then Running but not Ready).
+    pub fn load_s(&self) -> f64 {
+        self.container_start_s + self.image_pull_s + self.model_load_s
+    }
+    pub fn total_s(&self) -> f64 {
+        self.load_s() + self.stream_rebuild_s
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ObservationSpec {
+    /// Sigma of the multiplicative noise on each scraped pod metric.
+    pub metric_noise_sigma: f64,
+    /// Sigma of the lognormal noise on each offline profile measurement.
+    pub profile_noise_sigma: f64,
+    /// Window a scraped pod metric averages over (s).
+    pub metric_window_s: u64,
+}
+
+impl Default for ObservationSpec {
+    fn default() -> Self {
+        ObservationSpec {
+            metric_noise_sigma: 0.02,
+            profile_noise_sigma: 0.03,
+            metric_window_s: 60,
+        }
+    }
+}
+
+/// A loaded, validated scenario and where it came from.
+#[derive(Clone, Debug)]
+pub struct OnlineScenario {
+    pub path: PathBuf,
+    pub file: OnlineFile,
+}
+
+impl OnlineScenario {
+    pub fn max_workers(&self) -> u32 {
+        let c = &self.file.cluster;
+        let by_gpu = c.gpu_nodes * c.gpus_per_node;
+        // PS pods must fit on CPU nodes: p = ceil(w / ratio) pods of ps_cores each.
+        let per_node = c.cores_per_cpu_node / self.file.job.ps_cores.max(1);
+        let ps_max = f64::from(per_node * c.cpu_nodes);
+        let by_ps = (ps_max * self.file.job.wp_ratio).floor() as u32;
+        by_gpu.min(by_ps)
+    }
+
+    pub fn horizon_s(&self) -> u64 {
+        (self.file.days * 86_400.0).round() as u64
+    }
+
+    /// Resolves a path written in the scenario relative to the scenario's folder.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        self.path.parent().unwrap_or(Path::new(".")).join(p)
+    }
+}
+
+/// Whether the JSON text declares `"kind": "online"` (cheap check used by the CLI dispatch).
+pub fn is_online_text(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("kind")
+                .and_then(|k| k.as_str())
+                .map(|k| k == "online")
+        })
+        .unwrap_or(false)
+}
+
+/// Reads, parses and validates an online scenario.
+pub fn load(path: &Path) -> Result<OnlineScenario, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let file: OnlineFile =
+        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+    validate(path, &text, &file)?;
+    Ok(OnlineScenario {
+        path: path.to_path_buf(),
+        file,
+    })
+}
+
+fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
+    let err = |field: &str, msg: &str| {
+        let key = field.rsplit('.').next().unwrap_or(field);
+        let e = InputError::new(path, msg.to_string()).field(field.to_string());
+        match key_line(text, key) {
+            Some(l) => e.at_line(l),
+            None => e,
+        }
+    };
+    let pos = |x: f64| x.is_finite() && x > 0.0;
+    let nonneg = |x: f64| x.is_finite() && x >= 0.0;
+    if f.kind != "online" {
+        return Err(err("kind", "must be \"online\""));
+    }
+    if !(pos(f.days) && f.days <= 366.0) {
+        return Err(err("days", "must be in (0, 366]"));
+    }
+    if f.step_s == 0 || !60u64.is_multiple_of(f.step_s) {
+        return Err(err("step_s", "must divide 60 (e.g. 5, 15, 30, 60)"));
+    }
+    if !pos(f.slo_lag_s) {
+        return Err(err("slo_lag_s", "must be > 0"));
+    }
+    let c = &f.cluster;
+    for (name, v) in [
+        ("cluster.gpu_nodes", c.gpu_nodes),
+        ("cluster.gpus_per_node", c.gpus_per_node),
+        ("cluster.cpu_nodes", c.cpu_nodes),
+        ("cluster.cores_per_cpu_node", c.cores_per_cpu_node),
+    ] {
+        if v == 0 {
+            return Err(err(name, "must be at least 1"));
+        }
+    }
+    validate_job(f, &err)?;
+    validate_traffic(&f.traffic, &err)?;
+    let r = &f.rescale;
+    for (name, v) in [
+        ("rescale.container_start_s", r.container_start_s),
+        ("rescale.image_pull_s", r.image_pull_s),
+        ("rescale.model_load_s", r.model_load_s),
+        ("rescale.stream_rebuild_s", r.stream_rebuild_s),
+        (
+            "observation.metric_noise_sigma",
+            f.observation.metric_noise_sigma,
+        ),
+        (
+            "observation.profile_noise_sigma",
+            f.observation.profile_noise_sigma,
+        ),
+    ] {
+        if !nonneg(v) {
+            return Err(err(name, "must be a number >= 0"));
+        }
+    }
+    let w = f.observation.metric_window_s;
+    if w == 0 || !w.is_multiple_of(f.step_s) {
+        return Err(err(
+            "observation.metric_window_s",
+            "must be a positive multiple of step_s",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Result<(), InputError> {
+    let j = &f.job;
+    let want = match j.mode {
+        TrainMode::Sync => 7,
+        TrainMode::Async => 3,
+    };
+    if j.theta.len() != want {
+        return Err(err(
+            "job.theta",
+            &format!(
+                "needs {want} values for mode {:?} (Kale Eq. 4 / Eq. 6)",
+                j.mode
+            ),
+        ));
+    }
+    if j.theta.iter().any(|t| !(t.is_finite() && *t >= 0.0)) || j.theta.iter().all(|t| *t == 0.0) {
+        return Err(err("job.theta", "values must be >= 0 and not all zero"));
+    }
+    if !(j.wp_ratio.is_finite() && j.wp_ratio > 0.0) {
+        return Err(err("job.wp_ratio", "must be > 0"));
+    }
+    if j.ps_cores == 0 || j.ps_cores > f.cluster.cores_per_cpu_node {
+        return Err(err(
+            "job.ps_cores",
+            "must be in [1, cluster.cores_per_cpu_node]",
+        ));
+    }
+    if !(j.truth_sigma.is_finite() && (0.0..=1.0).contains(&j.truth_sigma)) {
+        return Err(err("job.truth_sigma", "must be in [0, 1]"));
+    }
+    if j.profile_workers.len() < 4 || j.profile_workers.contains(&0) || j.profile_repeats == 0 {
+        return Err(err(
+            "job.profile_workers",
+            "needs at least 4 worker counts >= 1 (and profile_repeats >= 1) to fit the model",
+        ));
+    }
+    let cluster_gpus = f.cluster.gpu_nodes * f.cluster.gpus_per_node;
+    if j.initial_workers == 0 || j.initial_workers > cluster_gpus {
+        return Err(err(
+            "job.initial_workers",
+            "must be in [1, the cluster's GPUs]",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_traffic(
+    t: &TrafficSpec,
+    err: &dyn Fn(&str, &str) -> InputError,
+) -> Result<(), InputError> {
+    let pos = |x: f64| x.is_finite() && x > 0.0;
+    if !pos(t.peak_sps) {
+        return Err(err("traffic.peak_sps", "must be > 0"));
+    }
+    if !(t.peak_to_trough.is_finite() && t.peak_to_trough >= 1.0) {
+        return Err(err("traffic.peak_to_trough", "must be >= 1"));
+    }
+    if !pos(t.period_s) || t.period_s < 60.0 {
+        return Err(err("traffic.period_s", "must be at least 60 s"));
+    }
+    if !(t.trough_hour.is_finite() && (0.0..24.0).contains(&t.trough_hour)) {
+        return Err(err("traffic.trough_hour", "must be in [0, 24)"));
+    }
+    if !(t.weekend_factor.is_finite() && t.weekend_factor > 0.0) {
+        return Err(err("traffic.weekend_factor", "must be > 0"));
+    }
+    if !(t.noise_sigma.is_finite() && (0.0..1.0).contains(&t.noise_sigma)) {
+        return Err(err("traffic.noise_sigma", "must be in [0, 1)"));
+    }
+    if !(t.bursts_per_day.is_finite() && t.bursts_per_day >= 0.0) {
+        return Err(err("traffic.bursts_per_day", "must be >= 0"));
+    }
+    let ordered = |r: [f64; 2]| r[0].is_finite() && r[1].is_finite() && 0.0 <= r[0] && r[0] <= r[1];
+    if !ordered(t.burst_minutes) || t.burst_minutes[1] <= 0.0 {
+        return Err(err(
+            "traffic.burst_minutes",
+            "must be [lo, hi] with 0 <= lo <= hi, hi > 0",
+        ));
+    }
+    if !ordered(t.burst_gain) {
+        return Err(err(
+            "traffic.burst_gain",
+            "must be [lo, hi] with 0 <= lo <= hi",
+        ));
+    }
+    if t.partitions == 0 || t.partitions > 4096 {
+        return Err(err("traffic.partitions", "must be in [1, 4096]"));
+    }
+    if !(t.partition_skew_sigma.is_finite() && (0.0..=3.0).contains(&t.partition_skew_sigma)) {
+        return Err(err("traffic.partition_skew_sigma", "must be in [0, 3]"));
+    }
+    if !pos(t.sample_bytes) {
+        return Err(err("traffic.sample_bytes", "must be > 0"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join("dlsim-online-scenario-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let p = write(
+            "min.json",
+            r#"{ "kind": "online", "name": "t", "policy": "hpa" }"#,
+        );
+        let s = load(&p).unwrap();
+        assert_eq!(s.max_workers(), 32);
+        assert_eq!(s.file.rescale.total_s(), 540.0);
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let p = write(
+            "bad.json",
+            "{\n \"kind\": \"online\",\n \"name\": \"t\",\n \"policy\": \"hpa\",\n \"step_s\": 7\n}",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains(":5: field `step_s`"), "{e}");
+        let p = write(
+            "typo.json",
+            "{\n \"kind\": \"online\",\n \"name\": \"t\",\n \"policy\": \"hpa\",\n \"traffic\": { \"peak\": 3 }\n}",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains(":5") && e.contains("traffic"), "{e}");
+    }
+}

@@ -1,0 +1,222 @@
+//! Online (streaming) training through the CLI: a replay under every policy, byte-identical
+//! reruns, readable errors for bad online files, and the rate-series importer.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+/// A one-day online scenario in `dir` (small enough for a debug build).
+fn scenario(dir: &Path, extra: &str) -> PathBuf {
+    let p = dir.join("online-1d.json");
+    let text = format!(
+        "{{\n  \"kind\": \"online\",\n  \"name\": \"online-1d\",\n  \"seed\": 3,\n  \"days\": 1,\n  \"policy\": \"hpa\",\n  \"traffic\": {{ \"partitions\": 16 }}{extra}\n}}\n"
+    );
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn online_scenario_replays_under_every_policy_with_kales_metrics() {
+    let dir = scratch("online-every-policy");
+    let sc = scenario(&dir, "");
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&sc),
+        "--policy",
+        "adequate,hpa,autopilot,madu,kale",
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("| scheme |"),
+        "prints the Table 3 comparison"
+    );
+    assert!(out.join("table3.md").exists());
+    for policy in ["adequate", "hpa", "autopilot", "madu", "kale"] {
+        let s = summary(&out.join(policy));
+        for key in [
+            "violation_rate",
+            "accumulated_lag_min",
+            "downtime_min",
+            "gpu_hours",
+        ] {
+            assert!(
+                s[key].as_f64().is_some(),
+                "{policy}: summary.json lacks {key}"
+            );
+        }
+        assert_eq!(s["minutes"], 1440, "{policy}");
+        let arrived = s["samples_arrived"].as_f64().unwrap();
+        let trained = s["samples_trained"].as_f64().unwrap();
+        assert!(
+            trained <= arrived * (1.0 + 1e-9),
+            "{policy}: trains no more than arrives"
+        );
+        let timeline = std::fs::read_to_string(out.join(policy).join("timeline.csv")).unwrap();
+        assert_eq!(timeline.lines().count(), 1441, "{policy}: a row per minute");
+    }
+    // Static provisioning never rescales; the forecaster MAPE is reported for each kind.
+    assert_eq!(summary(&out.join("adequate"))["downtime_min"], 0.0);
+    let kale = summary(&out.join("kale"));
+    for f in ["oracle", "seasonal_naive", "holt_winters"] {
+        assert!(kale["forecast_mape_pct"].get(f).is_some(), "{f}");
+    }
+}
+
+#[test]
+fn online_replays_are_byte_identical() {
+    let dir = scratch("online-determinism");
+    let sc = scenario(&dir, "");
+    let run = |name: &str| {
+        let out = dir.join(name);
+        let o = dlsim(&[
+            "replay",
+            path_str(&sc),
+            "--policy",
+            "kale",
+            "--out",
+            path_str(&out),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    };
+    let (a, b) = (run("a"), run("b"));
+    for f in ["summary.json", "timeline.csv"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    let o = dlsim(&[
+        "replay",
+        path_str(&sc),
+        "--policy",
+        "kale",
+        "--seed",
+        "4",
+        "--out",
+        path_str(&dir.join("c")),
+        "-q",
+    ]);
+    assert!(o.status.success());
+    assert_ne!(
+        std::fs::read(a.join("timeline.csv")).unwrap(),
+        std::fs::read(dir.join("c").join("timeline.csv")).unwrap(),
+        "another seed gives other traffic"
+    );
+}
+
+#[test]
+fn bad_online_input_exits_2_naming_file_line_and_field() {
+    let dir = scratch("online-bad-input");
+    let sc = scenario(&dir, ",\n  \"step_s\": 7");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&dir.join("o"))]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("online-1d.json:8: field `step_s`"), "{e}");
+    assert!(!dir.join("o").exists(), "no output on bad input");
+
+    let sc = scenario(&dir, "");
+    let o = dlsim(&["replay", path_str(&sc), "--policy", "hpa,nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--policy: unknown policy `nosuch`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = dlsim(&["replay", path_str(&sc), "--policy", "kale[tau=3]"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no parameter `tau`"), "{}", stderr(&o));
+
+    let text = std::fs::read_to_string(&sc)
+        .unwrap()
+        .replace("\"hpa\"", "\"hpa[target=x]\"");
+    std::fs::write(&sc, text).unwrap();
+    let o = dlsim(&["replay", path_str(&sc)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("online-1d.json:6: field `policy`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn qps_rate_series_imports_and_drives_a_scenario() {
+    let dir = scratch("online-qps-import");
+    let src = dir.join("qps.csv");
+    let mut rows = String::from("timestamp_anon,value,container_ip,request_type\n");
+    for i in 0..288u32 {
+        // A day of 5-minute samples from two containers, busier in the middle of the day.
+        let t = 1_000.0 + f64::from(i) * 300.0;
+        let v = 1.0 + (f64::from(i) / 288.0 * std::f64::consts::PI).sin();
+        rows.push_str(&format!(
+            "{t},{v},a,Generative Requests\n{t},{},,API Requests\n",
+            v / 2.0
+        ));
+    }
+    std::fs::write(&src, rows).unwrap();
+    let series = dir.join("online-qps.csv");
+    let o = dlsim(&[
+        "trace",
+        "import",
+        "--format",
+        "qps",
+        path_str(&src),
+        "--out",
+        path_str(&series),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("read 576 rows"), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&series).unwrap();
+    assert!(text.starts_with("# dlsim rate series v1"));
+    assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 289);
+
+    let sc = scenario(&dir, "");
+    let with_file = std::fs::read_to_string(&sc).unwrap().replace(
+        "\"partitions\": 16",
+        "\"partitions\": 16, \"file\": \"online-qps.csv\"",
+    );
+    std::fs::write(&sc, with_file).unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&sc),
+        "--policy",
+        "madu",
+        "--out",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(summary(&out)["gpu_hours"].as_f64().unwrap() > 0.0);
+
+    let bad = dir.join("bad.csv");
+    std::fs::write(
+        &bad,
+        "timestamp_anon,value,container_ip,request_type\n1.0,oops,a,G\n",
+    )
+    .unwrap();
+    let o = dlsim(&[
+        "trace",
+        "import",
+        "--format",
+        "qps",
+        path_str(&bad),
+        "--out",
+        path_str(&dir.join("x.csv")),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.csv:2: field `value`"),
+        "{}",
+        stderr(&o)
+    );
+}

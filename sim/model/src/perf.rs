@@ -268,8 +268,14 @@ pub fn job_perf_detail(
     for (c, t) in workers.iter().zip(&iters) {
         // Under static partitioning a fast worker idles once its slice is done.
         let period = if pooled { t.total_s() } else { t_max };
-        let busy = ((t.grad_s + 0.1 * (t.emb_s + t.sync_s)) / period).min(1.0);
-        detail.worker_cpu_used.push(c.cpu * busy);
+        // CPU use counts work, not allocation: the gradient's core-seconds (the CPU's part
+        // of them on a GPU worker) run in parallel; the intercept and a tenth of the
+        // lookup/sync time (serialisation) run on one core.
+        let parallel = p.a_grad * x.batch * (c.cpu / c.cores);
+        let serial = p.b_grad + 0.1 * (t.emb_s + t.sync_s);
+        detail
+            .worker_cpu_used
+            .push(((parallel + serial) / period).min(c.cpu));
         detail.worker_rate.push(x.batch / period);
         gpu_used += c.gpus * (t.grad_s / period).min(1.0);
     }
@@ -277,10 +283,11 @@ pub fn job_perf_detail(
     detail.ps_cpu_used = ps
         .iter()
         .map(|j| {
-            let work = p.a_upd * w * j.share / j.cores
-                + p.b_upd
-                + 0.5 * (p.a_emb * x.batch * x.emb_dim * j.share + p.b_emb);
-            j.cores * (work / t_ref).min(1.0)
+            // Update core-seconds run in parallel over the PS's cores; the intercept and
+            // half the lookup time run on one core. So idle cores are not "used" cores.
+            let parallel = p.a_upd * w * j.share;
+            let serial = p.b_upd + 0.5 * (p.a_emb * x.batch * x.emb_dim * j.share + p.b_emb);
+            ((parallel + serial) / t_ref).min(j.cores)
         })
         .collect();
     let perf = JobPerf {

@@ -287,6 +287,17 @@ impl Action {
     }
 }
 
+/// How to relaunch a pod the kernel killed for exceeding its memory limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OomRelaunch {
+    /// The scenario's rule: memory times `recovery.oom_memory_factor`.
+    Default,
+    /// Relaunch with this many MB.
+    WithMemory(u64),
+    /// Do not relaunch: the job fails with reason `oom`.
+    Abandon,
+}
+
 /// A scheduler. One implementation per file in the policies crate.
 pub trait Policy {
     /// The canonical spec string, e.g. `static` or `dlrover[rho=2.5]`.
@@ -301,6 +312,12 @@ pub trait Policy {
     /// A real system cannot see this; a policy that overrides it must say it is an oracle
     /// in its name and docs. Everyone else keeps the default, which ignores it.
     fn see_truth(&mut self, _truth: &crate::scenario::TruthSettings) {}
+
+    /// Called when a pod of job `job` was OOM-killed with a `mem_mb` limit, before the
+    /// world relaunches it (within the restart budget). A job master's OOM rule lives here.
+    fn on_oom(&mut self, _job: u64, _role: crate::job::Role, _mem_mb: u64) -> OomRelaunch {
+        OomRelaunch::Default
+    }
 
     /// Whether the policy reads per-pod views and samples (see [`JobView::pods`]).
     fn observes_pods(&self) -> bool {

@@ -48,8 +48,8 @@ use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::{Config, ThroughputParams};
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, PodEventKind, Policy, RescaleMethod,
-    Sharding,
+    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, PodEventKind, Policy,
+    RescaleMethod, Sharding,
 };
 use dlsim_traces::ModelKind;
 use std::collections::BTreeMap;
@@ -442,6 +442,16 @@ impl Policy for Dlrover {
 
     fn observes_pods(&self) -> bool {
         self.post
+    }
+
+    /// Stage 3: a pod killed for memory comes back with twice as much (with `post=off`,
+    /// the scenario's plain relaunch rule applies).
+    fn on_oom(&mut self, _job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
+        if self.post {
+            OomRelaunch::WithMemory(mem_mb.saturating_mul(2))
+        } else {
+            OomRelaunch::Default
+        }
     }
 
     fn tick_interval(&self) -> Option<SimTime> {

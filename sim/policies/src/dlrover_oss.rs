@@ -28,7 +28,7 @@ use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, PodEventKind, PodPhase, Policy,
+    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, PodEventKind, PodPhase, Policy,
     RescaleMethod, Sharding,
 };
 use rules::{Limits, PodUse, Snapshot};
@@ -471,6 +471,14 @@ impl Policy for DlroverOss {
                 .insert("limit_mem_mb".into(), self.limits.mem_mb.to_string());
         }
         spec.canonical()
+    }
+
+    /// OOM: memory x2, at most +8192 MB per step; no relaunch at or above 65536 MB.
+    fn on_oom(&mut self, _job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
+        match rules::oom_memory(mem_mb) {
+            Some(mb) => OomRelaunch::WithMemory(mb),
+            None => OomRelaunch::Abandon,
+        }
     }
 
     fn sharding(&self) -> Sharding {

@@ -21,8 +21,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            population: 24,
-            generations: 20,
+            population: 20,
+            generations: 12,
             mutation_prob: 0.3,
         }
     }
@@ -40,12 +40,16 @@ pub fn dominates(a: &[f64], b: &[f64]) -> bool {
 pub fn fronts(pop: &[Scored]) -> Vec<Vec<usize>> {
     let n = pop.len();
     let mut dominated_by = vec![0usize; n];
-    let mut dominates_list = vec![Vec::new(); n];
+    // One flat n x n matrix instead of a list per individual: this runs every generation.
+    let mut dom = vec![false; n * n];
     for i in 0..n {
-        for j in 0..n {
-            if i != j && dominates(&pop[i].1, &pop[j].1) {
-                dominates_list[i].push(j);
+        for j in (i + 1)..n {
+            if dominates(&pop[i].1, &pop[j].1) {
+                dom[i * n + j] = true;
                 dominated_by[j] += 1;
+            } else if dominates(&pop[j].1, &pop[i].1) {
+                dom[j * n + i] = true;
+                dominated_by[i] += 1;
             }
         }
     }
@@ -54,10 +58,12 @@ pub fn fronts(pop: &[Scored]) -> Vec<Vec<usize>> {
     while !current.is_empty() {
         let mut next = Vec::new();
         for &i in &current {
-            for &j in &dominates_list[i] {
-                dominated_by[j] -= 1;
-                if dominated_by[j] == 0 {
-                    next.push(j);
+            for j in 0..n {
+                if dom[i * n + j] {
+                    dominated_by[j] -= 1;
+                    if dominated_by[j] == 0 {
+                        next.push(j);
+                    }
                 }
             }
         }

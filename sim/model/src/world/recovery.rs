@@ -15,7 +15,7 @@
 
 use super::{Event, World};
 use crate::job::{FailReason, Pod, PodState, Role};
-use crate::policy::{JobConfig, JobPhase, PodEventKind, Sharding};
+use crate::policy::{JobConfig, JobPhase, OomRelaunch, PodEventKind, Sharding};
 use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
@@ -276,6 +276,16 @@ impl World {
         if cause == Cause::Oom {
             request.mem_mb =
                 (request.mem_mb as f64 * self.recovery.oom_memory_factor).ceil() as u64;
+            let id = self.jobs[j].spec.id;
+            match self.policy.on_oom(id, pod.role, pod.request.mem_mb) {
+                OomRelaunch::Default => {}
+                OomRelaunch::WithMemory(mb) => request.mem_mb = mb.max(1),
+                OomRelaunch::Abandon => {
+                    self.end_job(now, j, JobPhase::Failed, Some(FailReason::Oom));
+                    self.queue_schedule(now, queue);
+                    return;
+                }
+            }
             if !self.cluster.could_ever_fit(&request) {
                 request.mem_mb = pod.request.mem_mb;
             }

@@ -47,19 +47,31 @@ fn figure(stem: &str, caption: String, files: [PathBuf; 2]) -> Figure {
     }
 }
 
-/// Empirical CDF of JCT (hours) per policy, as a step line.
+/// Empirical CDF of JCT (hours) per policy, as a step line. The x axis stops at the
+/// largest policy's 99th percentile so a few very long jobs do not squash the body.
 fn jct_cdf(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
-    let mut series = Vec::new();
+    let mut sorted = Vec::new();
     for policy in policies(runs) {
         let jobs = completed_jobs(runs, &policy)?;
         let mut jct: Vec<f64> = floats(&jobs, "jct_s")?.iter().map(|s| s / 3600.0).collect();
         jct.sort_by(f64::total_cmp);
+        sorted.push((policy, jct));
+    }
+    let x_max = sorted
+        .iter()
+        .map(|(_, j)| dlsim_model::metrics::quantile(j, 0.99))
+        .fold(0.0, f64::max);
+    let mut series = Vec::new();
+    for (policy, jct) in sorted {
         let n = jct.len() as f64;
-        let mut points = Vec::with_capacity(2 * jct.len() + 1);
-        points.push((0.0, 0.0));
-        for (i, x) in jct.iter().enumerate() {
-            points.push((*x, i as f64 / n));
-            points.push((*x, (i + 1) as f64 / n));
+        let mut points = vec![(0.0, 0.0)];
+        for (i, &x) in jct.iter().enumerate() {
+            if x > x_max {
+                points.push((x_max, i as f64 / n));
+                break;
+            }
+            points.push((x, i as f64 / n));
+            points.push((x, (i + 1) as f64 / n));
         }
         series.push(Series {
             name: policy,
@@ -77,7 +89,7 @@ fn jct_cdf(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
     )?;
     Ok(figure(
         "jct_cdf",
-        "JCT CDF per policy (completed jobs of every seed)".into(),
+        format!("JCT CDF per policy (completed jobs of every seed; x axis cut at {x_max:.1} h, the largest 99th percentile)"),
         files,
     ))
 }

@@ -35,6 +35,7 @@ mkdir -p "$dest"
 cat > "$dest/sweep-throughput.json" <<JSON
 { "scenario": "quickstart", "policy": "static", "runs": $seeds, "build": "debug",
   "cores": $(nproc), "runs_per_s_1_thread": ${rate[1]}, "runs_per_s_2_threads": ${rate[2]},
-  "ratio": $ratio }
+  "ratio": $ratio, "load_avg_1m_after": $(cut -d' ' -f1 /proc/loadavg),
+  "note": "2-thread scaling is bounded by other load on the machine: compare load_avg" }
 JSON
 echo "saved $dest/sweep-throughput.json"

@@ -487,7 +487,7 @@ impl Policy for Dlrover {
         let mut busy = std::collections::BTreeSet::new();
         if self.post {
             for job in &view.jobs {
-                if let Some(a) = self.post_scale(job, view.now, max_cpu, max_mem) {
+                if let Some(a) = self.post_scale(job, max_cpu, max_mem) {
                     busy.insert(job.request.id);
                     actions.push(a);
                 }
@@ -650,13 +650,7 @@ impl Dlrover {
     }
 
     /// Stage 3 for one job: OOM follow-up, OOM prediction, hot PS. At most one action.
-    fn post_scale(
-        &mut self,
-        job: &JobView<'_>,
-        now: SimTime,
-        max_cpu: f64,
-        max_mem: u64,
-    ) -> Option<Action> {
+    fn post_scale(&mut self, job: &JobView<'_>, max_cpu: f64, max_mem: u64) -> Option<Action> {
         if job.rescaling || !matches!(job.phase, JobPhase::Training | JobPhase::Starting) {
             return None;
         }
@@ -741,7 +735,6 @@ impl Dlrover {
                 });
             }
         }
-        let _ = now;
         None
     }
 }

@@ -9,7 +9,7 @@
 //! arrivals over time (line), requested cores per job (histogram in powers of two), cores vs
 //! uncontended duration (scatter, at most 4,000 jobs, evenly strided).
 
-use dlsim_model::perf::{throughput, PerfInputs};
+use crate::synth::requested_rate;
 use dlsim_model::scenario::TruthSettings;
 use dlsim_plot::{bar_chart, line_chart, scatter, Chart, PlotError, Series};
 use dlsim_traces::{JobSpec, Trace};
@@ -35,17 +35,7 @@ pub struct Inspection {
 
 /// The simulator's uncontended run time of a job at its requested configuration, seconds.
 pub fn uncontended_s(job: &JobSpec, truth: &TruthSettings) -> f64 {
-    let x = PerfInputs {
-        workers: f64::from(job.workers),
-        ps: f64::from(job.ps),
-        worker_cores: job.worker_cpu + f64::from(job.worker_gpu) * truth.gpu_core_equiv,
-        ps_cores: job.ps_cpu,
-        batch: f64::from(job.batch_size),
-        dense_mb: job.dense_mb,
-        bandwidth_mb_s: truth.bandwidth_mb_s,
-        emb_dim: f64::from(job.emb_dim),
-    };
-    job.total_samples() / throughput(&dlsim_model::perf::default_params(job.model), &x)
+    job.total_samples() / requested_rate(job, truth)
 }
 
 fn cores(j: &JobSpec) -> f64 {

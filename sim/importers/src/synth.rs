@@ -12,9 +12,9 @@
 //! Then, without randomness:
 //!
 //! - `steps = ceil(duration_s x throughput(requested config) / batch_size)`, at least 1,
-//!   where throughput is the ground truth `dlsim_model::perf::throughput` with the kind's
-//!   default parameters, the default truth settings (1,250 MB/s, a GPU = 24 cores) and no
-//!   per-job variation. A static replay of an uncontended job therefore lasts about its real
+//!   where throughput is [`requested_rate`]: the simulator's default ground truth
+//!   (`TruthSettings::default()`: the kind's parameters from the shipped calibration,
+//!   1,250 MB/s, a GPU = 24 cores) without the hidden per-job variation. A static replay of an uncontended job therefore lasts about its real
 //!   duration (plus pod start-up, and +-15% from the hidden per-job variation).
 //! - Memory requests below the simulator's memory model (`perf.rs`: a worker needs
 //!   `3 GB + 2 x dense + activations`, a PS `2 GB + 3 x dense / ps` before embeddings, here
@@ -81,6 +81,23 @@ pub struct Draft {
     pub line: usize,
 }
 
+/// Samples/s of `job` at its requested configuration under `truth` (the kind's parameters
+/// from [`TruthSettings::params_for`], as the simulator uses them), without the hidden
+/// per-job variation. The one place importers and `inspect` size jobs by.
+pub fn requested_rate(job: &JobSpec, truth: &TruthSettings) -> f64 {
+    let x = PerfInputs {
+        workers: f64::from(job.workers),
+        ps: f64::from(job.ps),
+        worker_cores: job.worker_cpu + f64::from(job.worker_gpu) * truth.gpu_core_equiv,
+        ps_cores: job.ps_cpu,
+        batch: f64::from(job.batch_size),
+        dense_mb: job.dense_mb,
+        bandwidth_mb_s: truth.bandwidth_mb_s,
+        emb_dim: f64::from(job.emb_dim),
+    };
+    throughput(&truth.params_for(job.model), &x)
+}
+
 fn round_up_512(mb: f64) -> u64 {
     (mb / 512.0).ceil().max(1.0) as u64 * 512
 }
@@ -130,78 +147,62 @@ impl Synth {
         let dense_mb = ((18f64.ln() - sigma * sigma / 2.0 + sigma * z).exp()).clamp(0.5, 2000.0);
         let dense_mb = (dense_mb * 100.0).round() / 100.0;
         let s = d.shape;
-        let gpu_cores = f64::from(s.worker_gpu) * self.truth.gpu_core_equiv;
-        let inputs = PerfInputs {
-            workers: f64::from(s.workers),
-            ps: f64::from(s.ps),
-            worker_cores: s.worker_cpu + gpu_cores,
-            ps_cores: s.ps_cpu,
-            batch: f64::from(batch_size),
-            dense_mb,
-            bandwidth_mb_s: self.truth.bandwidth_mb_s,
-            emb_dim: f64::from(emb_dim),
-        };
-        let rate = throughput(&dlsim_model::perf::default_params(model), &inputs);
-        if d.duration_s == 0 {
-            report.note("zero duration: 1 step");
-        }
-        let steps = ((d.duration_s as f64 * rate / f64::from(batch_size)).ceil() as u64).max(1);
-        let mut extra: Vec<&str> = d.synthesized.clone();
-        // Requests below the memory model's need would be OOM-killed at start, which the
-        // source shows did not happen: raise them (rounded up to 512 MB) and say so.
-        let worker_need_mb = worker_mem_mb(dense_mb, f64::from(batch_size), f64::from(emb_dim));
-        let mut worker_mem = s.worker_mem_mb;
-        if (worker_mem as f64) < worker_need_mb {
-            worker_mem = round_up_512(worker_need_mb);
-            report.note("worker memory request raised to the memory model's need");
-            extra.push("worker_mem_mb");
-        }
-        let mut ps_mem = s.ps_mem_mb;
-        let (emb_mb_initial, emb_mb_per_msample) = if s.ps > 0 {
-            let ps_base_mb = PS_BASE_MB + 3.0 * dense_mb / f64::from(s.ps);
-            if (ps_mem as f64) < ps_base_mb * 1.1 {
-                ps_mem = round_up_512(ps_base_mb * 1.1);
-                report.note("PS memory request raised to the memory model's baseline");
-                extra.push("ps_mem_mb");
-            }
-            let budget = (ps_mem as f64 - ps_base_mb) * f64::from(s.ps);
-            let emb_final = 0.5 * budget.max(0.0);
-            let msamples = steps as f64 * f64::from(batch_size) / 1e6;
-            (
-                (0.1 * emb_final * 100.0).round() / 100.0,
-                (0.9 * emb_final / msamples * 1e4).floor() / 1e4,
-            )
-        } else {
-            (0.0, 0.0)
-        };
-        let mut synthesized: Vec<String> = ALWAYS.iter().map(|s| s.to_string()).collect();
-        for f in extra {
-            if !synthesized.iter().any(|s| s == f) {
-                synthesized.push(f.to_string());
-            }
-        }
-        JobSpec {
+        let mut job = JobSpec {
             id: 0,
             submit_s: d.submit_s,
             user: d.user,
             model,
             batch_size,
-            steps,
+            steps: 1,
             dense_mb,
             emb_dim,
-            emb_mb_initial,
-            emb_mb_per_msample,
+            emb_mb_initial: 0.0,
+            emb_mb_per_msample: 0.0,
             workers: s.workers,
             ps: s.ps,
             worker_cpu: s.worker_cpu,
-            worker_mem_mb: worker_mem,
+            worker_mem_mb: s.worker_mem_mb,
             ps_cpu: s.ps_cpu,
-            ps_mem_mb: ps_mem,
+            ps_mem_mb: s.ps_mem_mb,
             worker_gpu: s.worker_gpu,
             priority: d.priority,
-            synthesized,
+            synthesized: Vec::new(),
             observed: Some(d.observed),
+        };
+        let rate = requested_rate(&job, &self.truth);
+        if d.duration_s == 0 {
+            report.note("zero duration: 1 step");
         }
+        job.steps = ((d.duration_s as f64 * rate / f64::from(batch_size)).ceil() as u64).max(1);
+        let mut extra: Vec<&str> = d.synthesized.clone();
+        // Requests below the memory model's need would be OOM-killed at start, which the
+        // source shows did not happen: raise them (rounded up to 512 MB) and say so.
+        let worker_need_mb = worker_mem_mb(dense_mb, f64::from(batch_size), f64::from(emb_dim));
+        if (job.worker_mem_mb as f64) < worker_need_mb {
+            job.worker_mem_mb = round_up_512(worker_need_mb);
+            report.note("worker memory request raised to the memory model's need");
+            extra.push("worker_mem_mb");
+        }
+        if s.ps > 0 {
+            let ps_base_mb = PS_BASE_MB + 3.0 * dense_mb / f64::from(s.ps);
+            if (job.ps_mem_mb as f64) < ps_base_mb * 1.1 {
+                job.ps_mem_mb = round_up_512(ps_base_mb * 1.1);
+                report.note("PS memory request raised to the memory model's baseline");
+                extra.push("ps_mem_mb");
+            }
+            let budget = (job.ps_mem_mb as f64 - ps_base_mb) * f64::from(s.ps);
+            let emb_final = 0.5 * budget.max(0.0);
+            let msamples = job.total_samples() / 1e6;
+            job.emb_mb_initial = (0.1 * emb_final * 100.0).round() / 100.0;
+            job.emb_mb_per_msample = (0.9 * emb_final / msamples * 1e4).floor() / 1e4;
+        }
+        job.synthesized = ALWAYS.iter().map(|s| s.to_string()).collect();
+        for f in extra {
+            if !job.synthesized.iter().any(|s| s == f) {
+                job.synthesized.push(f.to_string());
+            }
+        }
+        job
     }
 }
 
@@ -255,8 +256,8 @@ mod tests {
                 bandwidth_mb_s: 1_250.0,
                 emb_dim: f64::from(job.emb_dim),
             };
-            let secs =
-                job.total_samples() / throughput(&dlsim_model::perf::default_params(job.model), &x);
+            let truth = TruthSettings::default().params_for(job.model);
+            let secs = job.total_samples() / throughput(&truth, &x);
             assert!((secs - 3_600.0).abs() < 2.0, "{secs}");
             let final_ps_mb = dlsim_model::perf::ps_mem_mb(
                 job.dense_mb,

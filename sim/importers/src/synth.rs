@@ -3,9 +3,9 @@
 //! Real sources record resources and times, never the model trained. For each imported job,
 //! in input order, the importer draws from the ChaCha8 stream `import-<format>` of `--seed`:
 //!
-//! - `model`: wide_deep 50%, xdeepfm 25%, dcn 25% (the generator's mix, an assumption);
-//! - `batch_size`: 256 / 512 / 1024 with 50 / 40 / 10%;
-//! - `emb_dim`: 8 / 16 / 32 with 30 / 50 / 20%;
+//! - `model`, `batch_size`, `emb_dim`: the generator's mixes (`dlsim_traces::generator`):
+//!   wide_deep 50%, xdeepfm 25%, dcn 25% (an assumption); batch 256 / 512 / 1024 with
+//!   50 / 40 / 10%; embedding dimension 8 / 16 / 32 with 30 / 50 / 20%;
 //! - `dense_mb`: lognormal with mean 18 MB, sigma 0.8, in [0.5, 2000] (DLRover Table 3's
 //!   ~4.5M dense parameters x 4 bytes).
 //!
@@ -33,7 +33,8 @@ use crate::report::ImportReport;
 use dlsim_engine::{RngStreams, SimRng};
 use dlsim_model::perf::{throughput, worker_mem_mb, PerfInputs, PS_BASE_MB};
 use dlsim_model::scenario::TruthSettings;
-use dlsim_traces::{JobSpec, ModelKind, Observed};
+use dlsim_traces::generator::{pick, BATCH_SIZE_MIX, EMB_DIM_MIX, MODEL_MIX};
+use dlsim_traces::{JobSpec, Observed};
 use rand::Rng;
 
 /// Fields every importer synthesises.
@@ -108,17 +109,6 @@ pub struct Synth {
     truth: TruthSettings,
 }
 
-fn pick<T: Copy>(rng: &mut SimRng, choices: &[(T, f64)]) -> T {
-    let mut x = rng.gen::<f64>() * choices.iter().map(|c| c.1).sum::<f64>();
-    for &(v, w) in choices {
-        if x < w {
-            return v;
-        }
-        x -= w;
-    }
-    choices[choices.len() - 1].0
-}
-
 impl Synth {
     pub fn new(seed: u64, format: &str) -> Self {
         Synth {
@@ -130,16 +120,9 @@ impl Synth {
     /// Turns a draft into a job (id 0; ids are assigned after sorting).
     pub fn job(&mut self, d: Draft, report: &mut ImportReport) -> JobSpec {
         let rng = &mut self.rng;
-        let model = pick(
-            rng,
-            &[
-                (ModelKind::WideDeep, 0.5),
-                (ModelKind::Xdeepfm, 0.25),
-                (ModelKind::Dcn, 0.25),
-            ],
-        );
-        let batch_size = pick(rng, &[(256u32, 0.5), (512, 0.4), (1024, 0.1)]);
-        let emb_dim = pick(rng, &[(8u32, 0.3), (16, 0.5), (32, 0.2)]);
+        let model = pick(rng, &MODEL_MIX);
+        let batch_size = pick(rng, &BATCH_SIZE_MIX);
+        let emb_dim = pick(rng, &EMB_DIM_MIX);
         // Lognormal by Box-Muller on two uniforms, mean 18 MB.
         let (u1, u2): (f64, f64) = (rng.gen::<f64>().max(1e-12), rng.gen());
         let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();

@@ -98,7 +98,23 @@ fn lognormal_with_mean(rng: &mut impl Rng, mean: f64, sigma: f64) -> f64 {
         .sample(rng)
 }
 
-fn pick<T: Copy>(rng: &mut impl Rng, choices: &[(T, f64)]) -> T {
+/// Model mix: the papers evaluate W&D and xDeepFM, and DCN in production (assumption:
+/// half W&D, a quarter each of the others).
+pub const MODEL_MIX: [(ModelKind, f64); 3] = [
+    (ModelKind::WideDeep, 0.5),
+    (ModelKind::Xdeepfm, 0.25),
+    (ModelKind::Dcn, 0.25),
+];
+
+/// Batch sizes are powers of two around 512, the papers' setting; the mix makes the mean
+/// samples per job ~103M given 249k mean steps (DLRover Table 3).
+pub const BATCH_SIZE_MIX: [(u32, f64); 3] = [(256, 0.5), (512, 0.4), (1024, 0.1)];
+
+/// Embedding dimensions (assumption).
+pub const EMB_DIM_MIX: [(u32, f64); 3] = [(8, 0.3), (16, 0.5), (32, 0.2)];
+
+/// One of `choices` drawn with probability proportional to its weight.
+pub fn pick<T: Copy>(rng: &mut impl Rng, choices: &[(T, f64)]) -> T {
     let total: f64 = choices.iter().map(|c| c.1).sum();
     let mut x = rng.gen::<f64>() * total;
     for &(v, w) in choices {
@@ -111,24 +127,13 @@ fn pick<T: Copy>(rng: &mut impl Rng, choices: &[(T, f64)]) -> T {
 }
 
 fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -> JobSpec {
-    // Model mix: the papers evaluate W&D and xDeepFM, and DCN in production (assumption:
-    // half W&D, a quarter each of the others).
-    let model = pick(
-        rng,
-        &[
-            (ModelKind::WideDeep, 0.5),
-            (ModelKind::Xdeepfm, 0.25),
-            (ModelKind::Dcn, 0.25),
-        ],
-    );
-    // Batch sizes are powers of two around 512, the papers' setting; the mix makes the
-    // mean samples per job ~103M given 249k mean steps (DLRover Table 3).
-    let batch_size = pick(rng, &[(256u32, 0.5), (512, 0.4), (1024, 0.1)]);
+    let model = pick(rng, &MODEL_MIX);
+    let batch_size = pick(rng, &BATCH_SIZE_MIX);
     let steps = lognormal_with_mean(rng, cfg.mean_steps, 0.9).clamp(5_000.0, 5_000_000.0) as u64;
     // Dense parameters: mean ~4.5M (of the 34.5M-parameter average, DLRover Table 3; the
     // rest is embeddings). 4 bytes each.
     let dense_mb = (lognormal_with_mean(rng, 4.5e6, 0.8) * 4.0 / 1e6).max(0.5);
-    let emb_dim = pick(rng, &[(8u32, 0.3), (16, 0.5), (32, 0.2)]);
+    let emb_dim = pick(rng, &EMB_DIM_MIX);
     // Embedding memory after all samples: ~30M parameters on average (34.5M - dense),
     // x4 bytes, x2 for Adagrad slots, heavy-tailed across jobs (assumption on the tail).
     let emb_mb_final = lognormal_with_mean(rng, 30e6 * 8.0 / 1e6, 1.3).clamp(10.0, 200_000.0);

@@ -145,12 +145,7 @@ impl DlroverOss {
         };
         for (key, v) in [("limit_cpu", limits.cpu), ("limit_mem_mb", limits.mem_mb)] {
             if v <= 0.0 {
-                return Err(SpecError::BadValue {
-                    policy: spec.name.clone(),
-                    key: key.into(),
-                    value: v.to_string(),
-                    why: "must be > 0".into(),
-                });
+                return Err(spec.bad_value(key, "must be > 0"));
             }
         }
         Ok(DlroverOss {

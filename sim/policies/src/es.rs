@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::optimus::{bad, FreeNodes};
+use crate::optimus::FreeNodes;
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
@@ -166,35 +166,30 @@ impl Es {
             "interval_s",
             "max_cores",
         ])?;
-        let count = |key: &str, default: u32| -> Result<u32, SpecError> {
-            let v = spec.f64_or(key, f64::from(default))?;
-            if v >= 1.0 && v.fract() == 0.0 && v <= 1000.0 {
-                Ok(v as u32)
-            } else {
-                Err(bad(spec, key, "expected a whole number in 1..=1000"))
-            }
-        };
         // `spawn` sets every kind; the per-kind keys win over it.
-        let all = spec.params.contains_key("spawn").then(|| count("spawn", 1));
+        let all = spec
+            .params
+            .contains_key("spawn")
+            .then(|| spec.count_or("spawn", 1));
         let all = all.transpose()?;
         let theta = spec.f64_or("theta", 0.3)?;
         let interval_s = spec.f64_or("interval_s", 180.0)?;
         let max_cores = spec.f64_or("max_cores", 200.0)?;
         if interval_s < 1.0 || max_cores <= 0.0 {
-            return Err(bad(spec, "interval_s", "interval_s >= 1 and max_cores > 0"));
+            return Err(spec.bad_value("interval_s", "interval_s >= 1 and max_cores > 0"));
         }
         let start_small = match spec.params.get("start").map(String::as_str) {
             None | Some("request") => false,
             Some("spawn") => true,
-            Some(_) => return Err(bad(spec, "start", "expected request or spawn")),
+            Some(_) => return Err(spec.bad_value("start", "expected request or spawn")),
         };
         Ok(Es {
             canonical: spec.canonical(),
             theta,
             spawn: Spawn {
-                wide_deep: count("spawn_wd", all.unwrap_or(4))?,
-                xdeepfm: count("spawn_xdfm", all.unwrap_or(1))?,
-                dcn: count("spawn_dcn", all.unwrap_or(2))?,
+                wide_deep: spec.count_or("spawn_wd", all.unwrap_or(4))?,
+                xdeepfm: spec.count_or("spawn_xdfm", all.unwrap_or(1))?,
+                dcn: spec.count_or("spawn_dcn", all.unwrap_or(2))?,
             },
             start_small,
             interval: SimTime::from_secs_f64_ceil(interval_s),

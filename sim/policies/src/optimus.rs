@@ -124,42 +124,31 @@ impl Optimus {
             "dcn_ps",
             "dcn_workers",
         ])?;
-        let count = |key: &str, default: u32| -> Result<u32, SpecError> {
-            let v = spec.f64_or(key, f64::from(default))?;
-            if v >= 1.0 && v.fract() == 0.0 && v <= 1000.0 {
-                Ok(v as u32)
-            } else {
-                Err(bad(spec, key, "expected a whole number in 1..=1000"))
-            }
-        };
         let interval_s = spec.f64_or("interval_s", 180.0)?;
         if interval_s < 1.0 {
-            return Err(bad(spec, "interval_s", "must be >= 1"));
+            return Err(spec.bad_value("interval_s", "must be >= 1"));
         }
         let max_cores = spec.f64_or("max_cores", 200.0)?;
         if max_cores <= 0.0 {
-            return Err(bad(spec, "max_cores", "must be > 0"));
+            return Err(spec.bad_value("max_cores", "must be > 0"));
         }
         Ok(Optimus {
             canonical: spec.canonical(),
             interval: SimTime::from_secs_f64_ceil(interval_s),
             steps: Steps {
-                wide_deep: (count("wd_ps", 2)?, count("wd_workers", 4)?),
-                xdeepfm: (count("xdfm_ps", 1)?, count("xdfm_workers", 1)?),
-                dcn: (count("dcn_ps", 1)?, count("dcn_workers", 2)?),
+                wide_deep: (spec.count_or("wd_ps", 2)?, spec.count_or("wd_workers", 4)?),
+                xdeepfm: (
+                    spec.count_or("xdfm_ps", 1)?,
+                    spec.count_or("xdfm_workers", 1)?,
+                ),
+                dcn: (
+                    spec.count_or("dcn_ps", 1)?,
+                    spec.count_or("dcn_workers", 2)?,
+                ),
             },
             max_cores,
             jobs: BTreeMap::new(),
         })
-    }
-}
-
-pub(crate) fn bad(spec: &PolicySpec, key: &str, why: &str) -> SpecError {
-    SpecError::BadValue {
-        policy: spec.name.clone(),
-        key: key.into(),
-        value: spec.params.get(key).cloned().unwrap_or_default(),
-        why: why.into(),
     }
 }
 

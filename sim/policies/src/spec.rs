@@ -126,6 +126,26 @@ impl PolicySpec {
         }
     }
 
+    /// A whole-number parameter in `1..=1000`, or `default` when absent.
+    pub fn count_or(&self, key: &str, default: u32) -> Result<u32, SpecError> {
+        let v = self.f64_or(key, f64::from(default))?;
+        if v >= 1.0 && v.fract() == 0.0 && v <= 1000.0 {
+            Ok(v as u32)
+        } else {
+            Err(self.bad_value(key, "expected a whole number in 1..=1000"))
+        }
+    }
+
+    /// The error for parameter `key` (its value as written, empty if absent) and `why`.
+    pub fn bad_value(&self, key: &str, why: &str) -> SpecError {
+        SpecError::BadValue {
+            policy: self.name.clone(),
+            key: key.into(),
+            value: self.params.get(key).cloned().unwrap_or_default(),
+            why: why.into(),
+        }
+    }
+
     /// A switch: `on/off`, `true/false`, `1/0`.
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, SpecError> {
         match self.params.get(key).map(String::as_str) {

@@ -30,7 +30,7 @@
 //! kind's parameters, not each job's hidden perturbation, and not the memory-growth
 //! constants. Jobs without PS (imported all-reduce jobs) run as requested.
 
-use crate::optimus::{bad, max_node_mem_mb, ps_mem_mb_for};
+use crate::optimus::{max_node_mem_mb, ps_mem_mb_for};
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_fit::ThroughputParams;
 use dlsim_model::perf::{self, PerfInputs};
@@ -111,13 +111,13 @@ pub fn best_config_within(
     // Every (p, lambda_p, lambda_w) with the most workers the budget allows.
     let mut shapes = Vec::new();
     for p in 1..=MAX_PS {
+        let ps_mem_mb = ps_mem_mb_for(&req, p, max_node_mem_mb);
+        let Some(mem_left) = mem_budget.checked_sub(u64::from(p) * ps_mem_mb) else {
+            continue;
+        };
         for &lp in &cores {
             for &lw in &cores {
                 let left = budget - f64::from(p) * lp;
-                let ps_mem_mb = ps_mem_mb_for(&req, p, max_node_mem_mb);
-                let Some(mem_left) = mem_budget.checked_sub(u64::from(p) * ps_mem_mb) else {
-                    continue;
-                };
                 let w = ((left / lw).floor() as u32)
                     .min(gpu_cap)
                     .min((mem_left / req.worker_mem_mb.max(1)) as u32);
@@ -202,13 +202,13 @@ impl WellTuned {
         spec.only(&["tol", "budget"])?;
         let tol = spec.f64_or("tol", 0.01)?;
         if !(0.0..0.5).contains(&tol) {
-            return Err(bad(spec, "tol", "must be in [0, 0.5)"));
+            return Err(spec.bad_value("tol", "must be in [0, 0.5)"));
         }
         let budget_cores = match spec.params.get("budget").map(String::as_str) {
             None | Some("request") => None,
             Some(_) => match spec.f64_or("budget", 0.0)? {
                 b if b >= 1.0 => Some(b),
-                _ => return Err(bad(spec, "budget", "expected request or cores >= 1")),
+                _ => return Err(spec.bad_value("budget", "expected request or cores >= 1")),
             },
         };
         Ok(WellTuned {

@@ -64,11 +64,10 @@ impl Autopilot {
     }
 
     fn statistic(&self, now: SimTime) -> f64 {
-        let vals: Vec<f64> = self.usage.iter().map(|u| u.1).collect();
         match self.stat {
-            Stat::Max => vals.iter().copied().fold(0.0, f64::max),
+            Stat::Max => self.usage.iter().map(|u| u.1).fold(0.0, f64::max),
             Stat::Percentile(q) => {
-                let mut v = vals.clone();
+                let mut v: Vec<f64> = self.usage.iter().map(|u| u.1).collect();
                 v.sort_by(f64::total_cmp);
                 let idx = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
                 v[idx]

@@ -229,32 +229,29 @@ pub fn worker_plan(
 /// worker before), from the job's step-speed history; `None` unless the latest run of
 /// samples has more workers than the run before it.
 pub fn speed_ratio(history: &[ProfileSample]) -> Option<f64> {
-    let last = history.last()?;
-    let n_cur = last.running_workers;
-    let cur: Vec<f64> = history
-        .iter()
-        .rev()
-        .take_while(|s| s.running_workers == n_cur)
-        .map(|s| s.steps_per_s)
-        .collect();
-    let rest = &history[..history.len() - cur.len()];
-    let n_prev = rest.last()?.running_workers;
-    let prev: Vec<f64> = rest
-        .iter()
-        .rev()
-        .take_while(|s| s.running_workers == n_prev)
-        .map(|s| s.steps_per_s)
-        .collect();
+    let (n_cur, len, v_cur) = last_run(history)?;
+    let (n_prev, _, v_prev) = last_run(&history[..history.len() - len])?;
     if n_cur <= n_prev || n_prev == 0 {
         return None;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let (v_cur, v_prev) = (mean(&cur), mean(&prev));
     if v_prev <= 0.0 {
         return None;
     }
     let marginal = (v_cur - v_prev) / f64::from(n_cur - n_prev);
     Some(marginal / (v_prev / f64::from(n_prev)))
+}
+
+/// The run of samples at the end of `history` with one worker count: (that count, the
+/// run's length, its mean steps/s); `None` for an empty history.
+fn last_run(history: &[ProfileSample]) -> Option<(u32, usize, f64)> {
+    let n = history.last()?.running_workers;
+    let run: Vec<f64> = history
+        .iter()
+        .rev()
+        .take_while(|s| s.running_workers == n)
+        .map(|s| s.steps_per_s)
+        .collect();
+    Some((n, run.len(), run.iter().sum::<f64>() / run.len() as f64))
 }
 
 /// Hot PS (`_optimize_hot_ps_cpu`): when some PS uses >= 0.9 of its CPU, every PS whose

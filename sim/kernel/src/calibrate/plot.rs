@@ -3,23 +3,15 @@
 //! One figure per kind with three panels, each varying one quantity with the others at a
 //! baseline (p = 2, lambda = 2 where the grid has them); circles are measurements (filled =
 //! held out), lines the fitted model at the same configurations. Written as PNG and SVG with
-//! an embedded DejaVu Sans (see `assets/`), so the output does not depend on system fonts.
+//! `dlsim-plot`'s embedded DejaVu Sans, so the output does not depend on system fonts.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
 
 use super::{Calibration, Measurement};
-
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-
-fn ensure_font() -> anyhow::Result<()> {
-    register_font("sans-serif", FontStyle::Normal, FONT)
-        .map_err(|_| anyhow!("embedded font is invalid"))
-}
 
 /// A panel: x value of a measurement, the series it belongs to (None = not shown), labels.
 struct Panel {
@@ -162,7 +154,7 @@ fn draw<DB: DrawingBackend>(
 
 /// Writes `<stem>_<kind>.png` and `.svg` next to `out` for every kind; returns the paths.
 pub fn write_plots(cal: &Calibration, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    ensure_font()?;
+    dlsim_plot::register_embedded_font()?;
     let dir = out.parent().unwrap_or(Path::new("."));
     let stem = out
         .file_stem()

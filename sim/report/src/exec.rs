@@ -14,7 +14,7 @@
 //! killed shard harmless. Only reproducible files are written (no wall-clock `run.json`),
 //! so two sweeps of one plan are byte-identical whatever their threads or shards.
 
-use crate::results::{ablation_table, ablation_view, results_table, RunResult};
+use crate::results::{ablation, ablation_table, ablation_view, results_table, RunResult};
 use crate::sweep::{Plan, Point, Sweep};
 use crate::table::{write_text, Table};
 use anyhow::{bail, Context};
@@ -147,8 +147,9 @@ pub fn collect(out: &Path, plan: &Plan) -> anyhow::Result<Vec<RunResult>> {
 pub fn finish(out: &Path, plan: &Plan) -> anyhow::Result<Table> {
     let runs = collect(out, plan)?;
     results_table(&plan.scenario_params, &runs).write(out)?;
-    ablation_table(&runs, &plan.baseline).write(out)?;
-    let view = ablation_view(&runs, &plan.baseline);
+    let ablation = ablation(&runs, &plan.baseline);
+    ablation_table(&ablation).write(out)?;
+    let view = ablation_view(&ablation);
     let md =
         format!(
         "# Ablation: {}\n\nEach row is `variant - vs`, paired by seed: JCT as % of `vs`, JCR and \

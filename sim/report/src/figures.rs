@@ -94,6 +94,13 @@ fn jct_cdf(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
     ))
 }
 
+/// The first run of `policy`, one of [`policies`]`(runs)`.
+fn first_run<'a>(runs: &'a [Run], policy: &str) -> &'a Run {
+    runs.iter()
+        .find(|r| r.policy == policy)
+        .expect("policy has a run")
+}
+
 /// One timeline column over time (hours), first run of each policy.
 fn timeline_figure(
     runs: &[Run],
@@ -104,10 +111,7 @@ fn timeline_figure(
 ) -> anyhow::Result<Figure> {
     let mut series = Vec::new();
     for policy in policies(runs) {
-        let run = runs
-            .iter()
-            .find(|r| r.policy == policy)
-            .expect("policy has a run");
+        let run = first_run(runs, &policy);
         let t = floats(&run.timeline, "time_s")?;
         let y = floats(&run.timeline, column)?;
         series.push(Series {
@@ -162,10 +166,7 @@ fn throughput(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Figure
     let traced = runs.iter().all(|r| r.observations.is_some());
     let mut series = Vec::new();
     for policy in policies(runs) {
-        let run = runs
-            .iter()
-            .find(|r| r.policy == policy)
-            .expect("policy has a run");
+        let run = first_run(runs, &policy);
         let obs = match &run.observations {
             Some(df) if traced => Some(Observations::of(df)?),
             _ => None,

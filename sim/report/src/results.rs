@@ -206,19 +206,52 @@ fn single_change(spec: &str, reference: &str) -> Option<String> {
     (diffs.len() == 1).then(|| diffs[0].clone())
 }
 
+/// Every comparison with its paired delta for each of [`ABLATION_METRICS`], in order.
+pub type Ablation = Vec<(Comparison, Vec<Option<Delta>>)>;
+
+/// The ablation of `runs`, computed once for both ablation tables.
+pub fn ablation(runs: &[RunResult], baseline: &str) -> Ablation {
+    let groups = group_labels(runs);
+    comparisons(runs, baseline)
+        .into_iter()
+        .map(|c| {
+            let deltas = ABLATION_METRICS
+                .iter()
+                .map(|(metric, _, _)| paired(runs, &groups, &c, metric))
+                .collect();
+            (c, deltas)
+        })
+        .collect()
+}
+
+/// Each run's group label, formatted once rather than at every pairing.
+fn group_labels(runs: &[RunResult]) -> Vec<String> {
+    runs.iter().map(|r| r.point.group()).collect()
+}
+
 /// The paired delta of `metric` for `c`, or `None` when no seed has both runs.
 pub fn delta(runs: &[RunResult], c: &Comparison, metric: &str) -> Option<Delta> {
-    let find = |policy: &str, seed: u64| {
-        runs.iter().find(|r| {
-            r.point.policy == policy && r.point.seed == seed && r.point.group() == c.against_group
-        })
+    paired(runs, &group_labels(runs), c, metric)
+}
+
+/// [`delta`], with `groups[i]` the group label of `runs[i]`.
+fn paired<'a>(
+    runs: &'a [RunResult],
+    groups: &'a [String],
+    c: &'a Comparison,
+    metric: &str,
+) -> Option<Delta> {
+    let in_group = |group: &'a str| {
+        runs.iter()
+            .zip(groups)
+            .filter(move |(_, g)| *g == group)
+            .map(|(r, _)| r)
     };
     let mut pairs = Vec::new();
-    for r in runs
-        .iter()
-        .filter(|r| r.point.policy == c.variant && r.point.group() == c.group)
-    {
-        if let Some(o) = find(&c.against, r.point.seed) {
+    for r in in_group(&c.group).filter(|r| r.point.policy == c.variant) {
+        let against = in_group(&c.against_group)
+            .find(|o| o.point.policy == c.against && o.point.seed == r.point.seed);
+        if let Some(o) = against {
             if let (Some(x), Some(y)) = (r.metric(metric), o.metric(metric)) {
                 pairs.push((x, y));
             }
@@ -262,7 +295,7 @@ pub fn t975(df: usize) -> f64 {
 }
 
 /// `ablation`: every comparison x metric, in long form.
-pub fn ablation_table(runs: &[RunResult], baseline: &str) -> Table {
+pub fn ablation_table(ablation: &Ablation) -> Table {
     let mut t = Table::new(
         "ablation",
         "Each mechanism's contribution (variant - reference, paired by seed)",
@@ -281,9 +314,9 @@ pub fn ablation_table(runs: &[RunResult], baseline: &str) -> Table {
             "seeds",
         ],
     );
-    for c in comparisons(runs, baseline) {
-        for (metric, _, _) in ABLATION_METRICS {
-            if let Some(d) = delta(runs, &c, metric) {
+    for (c, deltas) in ablation {
+        for ((metric, _, _), d) in ABLATION_METRICS.iter().zip(deltas) {
+            if let Some(d) = d {
                 t.push(vec![
                     c.group.clone().into(),
                     c.variant.clone().into(),
@@ -306,7 +339,7 @@ pub fn ablation_table(runs: &[RunResult], baseline: &str) -> Table {
 
 /// The ablation as one row per comparison: JCT deltas in %, rates in percentage points,
 /// each with its 95% CI.
-pub fn ablation_view(runs: &[RunResult], baseline: &str) -> Table {
+pub fn ablation_view(ablation: &Ablation) -> Table {
     let mut cols = vec!["group", "variant", "vs", "change"];
     cols.extend(ABLATION_METRICS.iter().map(|m| m.1));
     cols.push("seeds");
@@ -315,7 +348,7 @@ pub fn ablation_view(runs: &[RunResult], baseline: &str) -> Table {
         "Ablation (mean [95% CI] over seeds)",
         &cols,
     );
-    for c in comparisons(runs, baseline) {
+    for (c, deltas) in ablation {
         let mut row: Vec<Cell> = vec![
             c.group.clone().into(),
             c.variant.clone().into(),
@@ -323,11 +356,11 @@ pub fn ablation_view(runs: &[RunResult], baseline: &str) -> Table {
             c.change.clone().into(),
         ];
         let mut n = 0;
-        for (metric, _, relative) in ABLATION_METRICS {
-            let text = match delta(runs, &c, metric) {
+        for ((_, _, relative), d) in ABLATION_METRICS.iter().zip(deltas) {
+            let text = match d {
                 Some(d) => {
                     n = n.max(d.n);
-                    format_delta(&d, *relative)
+                    format_delta(d, *relative)
                 }
                 None => "n/a".into(),
             };

@@ -28,7 +28,7 @@
 //! module) with 192-core 1,024 GB CPU nodes and 8-GPU 128-core 1,024 GB GPU nodes.
 
 use crate::cluster::NodeShape;
-use crate::input::{reject, reject_nodes, Lines, Row, RowError};
+use crate::input::{reject_nodes, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -98,9 +98,8 @@ pub(crate) fn read(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
-    let path = lines.path().to_path_buf();
     reject_nodes(
-        &path,
+        lines.path(),
         opts.nodes.as_deref(),
         "dlrm2025",
         "the cluster is sized by rule",
@@ -110,18 +109,9 @@ pub(crate) fn read(
     let mut apps: Vec<App> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut window_end = 0u64;
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        report.rows_read += 1;
-        let row = match instance(text, report) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => {
-                reject(&path, line_no, e, opts.skip_bad, report)?;
-                continue;
-            }
+    lines.each_row(opts.skip_bad, report, |line_no, text, report| {
+        let Some(row) = instance(text, report)? else {
+            return Ok(());
         };
         let i = *index.entry(row.app.clone()).or_insert_with(|| {
             apps.push(App {
@@ -152,7 +142,8 @@ pub(crate) fn read(
             }
             None => app.alive_at_end.push(row.is_hn),
         }
-    }
+        Ok(())
+    })?;
     let drafts = apps
         .into_iter()
         .map(|a| finish(a, window_end, report))

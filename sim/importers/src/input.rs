@@ -2,6 +2,7 @@
 //! (never the whole file at once), comma splitting, typed field parsing, and the one place
 //! that decides whether a bad row stops the import or is skipped and counted.
 
+use crate::cluster::NodeRow;
 use crate::report::ImportReport;
 use dlsim_traces::InputError;
 use flate2::read::MultiGzDecoder;
@@ -44,7 +45,6 @@ impl Lines {
         &self.path
     }
 
-    /// The next line without its line ending, with its 1-based number; `None` at the end.
     /// Reads line 1 and checks it is the header `expected`; `what` names the file kind
     /// for the empty-file message.
     pub fn header(&mut self, expected: &[&str], what: &str) -> Result<(), InputError> {
@@ -55,6 +55,50 @@ impl Lines {
         }
     }
 
+    /// Hands every non-empty line to `row` with its number, counting it as read; a row's
+    /// error goes to [`reject`] (stop the import, or skip and count with `skip_bad`).
+    pub fn each_row(
+        &mut self,
+        skip_bad: bool,
+        report: &mut ImportReport,
+        mut row: impl FnMut(usize, &str, &mut ImportReport) -> Result<(), RowError>,
+    ) -> Result<(), InputError> {
+        while let Some((line_no, text)) = self.next_line()? {
+            if text.trim().is_empty() {
+                continue;
+            }
+            report.rows_read += 1;
+            if let Err(e) = row(line_no, text, report) {
+                reject(&self.path, line_no, e, skip_bad, report)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a node list, one node per non-empty line; any error stops the import.
+    /// `empty` is the message for a list without nodes.
+    pub fn node_rows(
+        &mut self,
+        empty: &str,
+        mut node: impl FnMut(&str) -> Result<NodeRow, RowError>,
+    ) -> Result<Vec<NodeRow>, InputError> {
+        let mut nodes = Vec::new();
+        while let Some((line_no, text)) = self.next_line()? {
+            if text.trim().is_empty() {
+                continue;
+            }
+            match node(text) {
+                Ok(n) => nodes.push(n),
+                Err(e) => return Err(e.at(&self.path, line_no)),
+            }
+        }
+        if nodes.is_empty() {
+            return Err(InputError::new(&self.path, empty));
+        }
+        Ok(nodes)
+    }
+
+    /// The next line without its line ending, with its 1-based number; `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<(usize, &str)>, InputError> {
         self.buf.clear();
         self.line_no += 1;
@@ -88,6 +132,13 @@ impl RowError {
             message: message.into(),
         }
     }
+
+    /// The error as the import reports it: file, line and field.
+    pub fn at(self, path: &Path, line: usize) -> InputError {
+        InputError::new(path, self.message)
+            .at_line(line)
+            .field(self.field)
+    }
 }
 
 /// Decides what a bad row does: stop with an error naming file, line and field, or (with
@@ -103,9 +154,7 @@ pub fn reject(
         *report.skipped_bad.entry(err.reason).or_default() += 1;
         Ok(())
     } else {
-        Err(InputError::new(path, err.message)
-            .at_line(line)
-            .field(err.field))
+        Err(err.at(path, line))
     }
 }
 
@@ -206,7 +255,6 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Checks that a header row is the expected one, for a clear error on the wrong file.
 /// Sources without a node list reject `--nodes`, saying where the cluster comes from.
 pub fn reject_nodes(
     path: &Path,
@@ -223,6 +271,7 @@ pub fn reject_nodes(
     }
 }
 
+/// Checks that a header row is the expected one, for a clear error on the wrong file.
 pub fn expect_header(path: &Path, line: &str, expected: &[&str]) -> Result<(), InputError> {
     let got: Vec<&str> = line.split(',').map(str::trim).collect();
     if got.len() < expected.len() || got[..expected.len()] != *expected {

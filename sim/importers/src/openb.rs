@@ -26,7 +26,7 @@
 //! The `multigpu50` variant has no time columns and cannot be imported as a trace.
 
 use crate::cluster::{describe, NodeRow};
-use crate::input::{reject, Lines, Row, RowError};
+use crate::input::{Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -54,7 +54,6 @@ pub(crate) fn read(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
-    let path = lines.path().to_path_buf();
     let nodes = match &opts.nodes {
         Some(p) => {
             let nodes = read_nodes(p)?;
@@ -65,17 +64,10 @@ pub(crate) fn read(
     };
     lines.header(POD_COLS, "an openb pod list")?;
     let mut drafts = Vec::new();
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        report.rows_read += 1;
-        match pod(text, line_no, report) {
-            Ok(Some(d)) => drafts.push(d),
-            Ok(None) => {}
-            Err(e) => reject(&path, line_no, e, opts.skip_bad, report)?,
-        }
-    }
+    lines.each_row(opts.skip_bad, report, |line_no, text, report| {
+        drafts.extend(pod(text, line_no, report)?);
+        Ok(())
+    })?;
     Ok(Parsed { drafts, nodes })
 }
 
@@ -182,32 +174,14 @@ fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
 pub fn read_nodes(path: &Path) -> Result<Vec<NodeRow>, InputError> {
     let mut lines = Lines::open(path)?;
     lines.header(NODE_COLS, "an openb node list")?;
-    let mut nodes = Vec::new();
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        let node = (|| {
-            let r = Row::csv(text, NODE_COLS)?;
-            Ok::<_, RowError>(NodeRow {
-                name: r.str(0).to_string(),
-                cores: r.positive(1)? / 1000.0,
-                mem_gb: r.positive(2)? / 1024.0,
-                gpus: r.non_negative(3)?.round() as u32,
-                gpu_model: r.str(4).to_string(),
-            })
-        })();
-        match node {
-            Ok(n) => nodes.push(n),
-            Err(e) => {
-                return Err(InputError::new(path, e.message)
-                    .at_line(line_no)
-                    .field(e.field))
-            }
-        }
-    }
-    if nodes.is_empty() {
-        return Err(InputError::new(path, "the node list has no nodes"));
-    }
-    Ok(nodes)
+    lines.node_rows("the node list has no nodes", |text| {
+        let r = Row::csv(text, NODE_COLS)?;
+        Ok(NodeRow {
+            name: r.str(0).to_string(),
+            cores: r.positive(1)? / 1000.0,
+            mem_gb: r.positive(2)? / 1024.0,
+            gpus: r.non_negative(3)?.round() as u32,
+            gpu_model: r.str(4).to_string(),
+        })
+    })
 }

@@ -101,18 +101,9 @@ pub(crate) fn read(
     let mut jobs: Vec<Job> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut latest = f64::MIN;
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        report.rows_read += 1;
-        let (job_name, task) = match task(text, report) {
-            Ok(Some(t)) => t,
-            Ok(None) => continue,
-            Err(e) => {
-                reject(&path, line_no, e, opts.skip_bad, report)?;
-                continue;
-            }
+    lines.each_row(opts.skip_bad, report, |line_no, text, report| {
+        let Some((job_name, task)) = task(text, report)? else {
+            return Ok(());
         };
         latest = latest.max(task.start).max(task.end.unwrap_or(f64::MIN));
         let i = *index.entry(job_name.clone()).or_insert_with(|| {
@@ -124,7 +115,8 @@ pub(crate) fn read(
             jobs.len() - 1
         });
         jobs[i].tasks.push(task);
-    }
+        Ok(())
+    })?;
     let t0 = jobs
         .iter()
         .flat_map(|j| j.tasks.iter().map(|t| t.start))
@@ -288,38 +280,19 @@ fn finish(job: Job, t0: f64, latest: f64, report: &mut ImportReport) -> Result<D
 
 /// Reads the PAI machine spec. Errors always stop the import.
 pub fn read_machines(path: &Path) -> Result<Vec<NodeRow>, InputError> {
-    let mut lines = Lines::open(path)?;
-    let mut nodes = Vec::new();
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        let node = (|| {
-            let r = Row::csv(text, MACHINE_COLS)?;
-            let gpus = r.non_negative(4)?.round() as u32;
-            Ok::<_, RowError>(NodeRow {
-                name: r.str(0).to_string(),
-                cores: r.positive(2)?,
-                mem_gb: r.positive(3)?,
-                gpus,
-                gpu_model: if gpus > 0 {
-                    r.str(1).to_string()
-                } else {
-                    String::new()
-                },
-            })
-        })();
-        match node {
-            Ok(n) => nodes.push(n),
-            Err(e) => {
-                return Err(InputError::new(path, e.message)
-                    .at_line(line_no)
-                    .field(e.field))
-            }
-        }
-    }
-    if nodes.is_empty() {
-        return Err(InputError::new(path, "the machine spec has no machines"));
-    }
-    Ok(nodes)
+    Lines::open(path)?.node_rows("the machine spec has no machines", |text| {
+        let r = Row::csv(text, MACHINE_COLS)?;
+        let gpus = r.non_negative(4)?.round() as u32;
+        Ok(NodeRow {
+            name: r.str(0).to_string(),
+            cores: r.positive(2)?,
+            mem_gb: r.positive(3)?,
+            gpus,
+            gpu_model: if gpus > 0 {
+                r.str(1).to_string()
+            } else {
+                String::new()
+            },
+        })
+    })
 }

@@ -18,7 +18,7 @@
 //! The cluster is sized by the peak-demand rule (`cluster` module) with those 8-GPU nodes.
 
 use crate::cluster::NodeShape;
-use crate::input::{reject, reject_nodes, Lines, Row, RowError};
+use crate::input::{reject_nodes, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -50,25 +50,18 @@ pub(crate) fn read(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<Parsed, InputError> {
-    let path = lines.path().to_path_buf();
     reject_nodes(
-        &path,
+        lines.path(),
         opts.nodes.as_deref(),
         "philly",
         "the cluster is sized by rule",
     )?;
     lines.header(COLS, "the Philly CSV")?;
     let mut drafts = Vec::new();
-    while let Some((line_no, text)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        report.rows_read += 1;
-        match job(text, line_no, report) {
-            Ok(d) => drafts.push(d),
-            Err(e) => reject(&path, line_no, e, opts.skip_bad, report)?,
-        }
-    }
+    lines.each_row(opts.skip_bad, report, |line_no, text, report| {
+        drafts.push(job(text, line_no, report)?);
+        Ok(())
+    })?;
     let t0 = drafts.iter().map(|d| d.submit_s).min().unwrap_or(0);
     for d in &mut drafts {
         d.submit_s -= t0;

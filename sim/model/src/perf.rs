@@ -147,18 +147,6 @@ pub fn throughput(p: &ThroughputParams, x: &PerfInputs) -> f64 {
     x.workers * x.batch / iteration_time(p, x).total_s()
 }
 
-/// Busy fractions of a worker and a PS over one iteration, which is what a profiler's
-/// CPU usage reflects. Simplification (documented in ARCHITECTURE.md): a worker burns CPU
-/// while computing gradients plus a tenth of the lookup/sync time (serialisation); a PS
-/// burns CPU while applying updates plus half the lookup time. Time spent waiting on a
-/// saturated PS is idle time for the worker, so a PS bottleneck lowers worker CPU use.
-pub fn busy_fractions(t: &IterationTime) -> (f64, f64) {
-    let total = t.total_s();
-    let worker = ((t.grad_s + 0.1 * (t.emb_s + t.sync_s)) / total).min(1.0);
-    let ps = ((t.upd_s + 0.5 * t.emb_s) / total).min(1.0);
-    (worker, ps)
-}
-
 /// A running worker as the truth sees it. `cpu` is the cores it actually gets (a straggler
 /// gets a fraction of its request); `cores` adds the GPU-equivalent cores.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -458,6 +446,30 @@ mod tests {
         );
     }
 
+    /// Used CPU / allocated CPU of one worker and one PS, with identical pods.
+    fn busy_fractions(p: &ThroughputParams, x: &PerfInputs) -> (f64, f64) {
+        let workers = vec![
+            WorkerCond {
+                cpu: x.worker_cores,
+                cores: x.worker_cores,
+                gpus: 0.0,
+            };
+            x.workers as usize
+        ];
+        let ps = vec![
+            PsCond {
+                share: 1.0 / x.ps,
+                cores: x.ps_cores,
+            };
+            x.ps as usize
+        ];
+        let (_, d) = job_perf_detail(p, x, &workers, &ps, false);
+        (
+            d.worker_cpu_used[0] / x.worker_cores,
+            d.ps_cpu_used[0] / x.ps_cores,
+        )
+    }
+
     #[test]
     fn more_workers_help_until_the_ps_saturates() {
         let p = default_params(ModelKind::WideDeep);
@@ -467,8 +479,8 @@ mod tests {
         assert!(more > few);
         assert!(lots / more < 200.0 / 16.0 * 0.5, "a single PS caps scaling");
         // A saturated PS leaves workers idle: their CPU share falls.
-        let (w_few, _) = busy_fractions(&iteration_time(&p, &inputs(4.0, 1.0, 8.0, 4.0)));
-        let (w_lots, ps_lots) = busy_fractions(&iteration_time(&p, &inputs(200.0, 1.0, 8.0, 4.0)));
+        let (w_few, _) = busy_fractions(&p, &inputs(4.0, 1.0, 8.0, 4.0));
+        let (w_lots, ps_lots) = busy_fractions(&p, &inputs(200.0, 1.0, 8.0, 4.0));
         assert!(w_lots < w_few);
         assert!(ps_lots > 0.8);
     }

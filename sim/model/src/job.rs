@@ -47,6 +47,10 @@ pub struct Pod {
     pub share: f64,
     /// Fraction of its CPU left by co-located services on its node (1 = no contention).
     pub throttle: f64,
+    /// Truth at the current rate, for the profiler: CPU cores in use, and samples/s for a
+    /// worker (both 0 unless the job trains).
+    pub cpu_used: f64,
+    pub rate: f64,
     /// A new pod of a migration: it holds resources but trains only after the switch.
     pub standby: bool,
     /// The running pod this one replaces once it is up (`ReplacePod` on a worker).
@@ -177,8 +181,6 @@ pub struct Job {
     pub ckpt_ledger: Option<ShardLedger>,
     /// Per running worker: (pod, samples/s) at the current rate.
     pub worker_rates: Vec<(usize, f64)>,
-    /// Per running pod: (pod, CPU cores in use), for the profiler.
-    pub pod_cpu: Vec<(usize, f64)>,
     /// Samples each worker pod trained (truth; the profiler reports it with noise).
     pub worker_samples: std::collections::BTreeMap<usize, f64>,
     pub migration: Option<Migration>,
@@ -236,7 +238,6 @@ impl Job {
             ledger: None,
             ckpt_ledger: None,
             worker_rates: Vec::new(),
-            pod_cpu: Vec::new(),
             worker_samples: std::collections::BTreeMap::new(),
             migration: None,
             saving: None,

@@ -57,18 +57,6 @@ impl World {
         (started && job.migration.is_none() && job.saving.is_none()).then_some(j)
     }
 
-    fn config_fits(&self, c: &JobConfig) -> bool {
-        let ps_ok = c.ps == 0
-            || (c.ps_cpu > 0.0 && c.ps_mem_mb > 0 && self.cluster.could_ever_fit(&c.ps_request()));
-        c.workers >= 1
-            && c.worker_cpu > 0.0
-            && c.worker_mem_mb > 0
-            && c.ps_cpu.is_finite()
-            && c.worker_cpu.is_finite()
-            && self.cluster.could_ever_fit(&c.worker_request())
-            && ps_ok
-    }
-
     fn scale_workers(
         &mut self,
         now: SimTime,

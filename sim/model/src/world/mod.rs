@@ -248,6 +248,20 @@ impl World {
         }
     }
 
+    /// Whether a configuration is well-formed and each of its pods fits some node when
+    /// empty (the one validity check for launches and rescales).
+    pub(super) fn config_fits(&self, c: &JobConfig) -> bool {
+        let ps_ok = c.ps == 0
+            || (c.ps_cpu > 0.0 && c.ps_mem_mb > 0 && self.cluster.could_ever_fit(&c.ps_request()));
+        c.workers >= 1
+            && c.worker_cpu > 0.0
+            && c.worker_mem_mb > 0
+            && c.ps_cpu.is_finite()
+            && c.worker_cpu.is_finite()
+            && self.cluster.could_ever_fit(&c.worker_request())
+            && ps_ok
+    }
+
     fn launch(
         &mut self,
         now: SimTime,
@@ -263,16 +277,7 @@ impl World {
             self.rejected_actions += 1;
             return;
         }
-        let ps_ok = config.ps == 0
-            || (config.ps_cpu > 0.0
-                && config.ps_mem_mb > 0
-                && self.cluster.could_ever_fit(&config.ps_request()));
-        let valid = config.workers >= 1
-            && config.worker_cpu > 0.0
-            && config.worker_mem_mb > 0
-            && self.cluster.could_ever_fit(&config.worker_request())
-            && ps_ok;
-        if !valid {
+        if !self.config_fits(&config) {
             self.rejected_actions += 1;
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));
             return;
@@ -439,7 +444,10 @@ impl World {
         let job = &mut self.jobs[j];
         job.generation += 1;
         job.worker_rates.clear();
-        job.pod_cpu.clear();
+        for &p in &job.pods {
+            self.pods[p].cpu_used = 0.0;
+            self.pods[p].rate = 0.0;
+        }
         if !training {
             job.rate = 0.0;
             job.perf = None;
@@ -450,16 +458,18 @@ impl World {
         // Checkpoint stalls are spread evenly over training time (see RecoveryConfig).
         job.rate = jp.rate * duty;
         job.perf = Some(jp);
-        for (&p, &r) in worker_ids.iter().zip(&detail.worker_rate) {
-            job.worker_rates.push((p, r * duty));
+        for (k, &p) in worker_ids.iter().enumerate() {
+            let rate = detail.worker_rate[k] * duty;
+            job.worker_rates.push((p, rate));
+            self.pods[p].rate = rate;
+            self.pods[p].cpu_used = detail.worker_cpu_used[k];
             if let Some(ledger) = job.ledger.as_mut() {
                 ledger.join(p);
             }
         }
-        job.pod_cpu
-            .extend(worker_ids.iter().copied().zip(detail.worker_cpu_used));
-        job.pod_cpu
-            .extend(ps_ids.iter().copied().zip(detail.ps_cpu_used));
+        for (&p, &cpu) in ps_ids.iter().zip(&detail.ps_cpu_used) {
+            self.pods[p].cpu_used = cpu;
+        }
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
             queue.push(now, Event::Oom { job: j, generation });
@@ -519,7 +529,6 @@ impl World {
         job.saving = None;
         job.paused = false;
         job.worker_rates.clear();
-        job.pod_cpu.clear();
         if phase == JobPhase::Completed {
             if let Some(ledger) = job.ledger.as_mut() {
                 // The fluid completion instant is rounded up to a millisecond, so at most a

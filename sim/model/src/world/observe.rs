@@ -95,12 +95,11 @@ impl World {
                     continue;
                 }
                 let role = pod.role;
-                let find = |v: &[(usize, f64)]| v.iter().find(|e| e.0 == p).map_or(0.0, |e| e.1);
-                let cpu = find(&job.pod_cpu);
+                let cpu = pod.cpu_used;
                 let (mem, rate, done) = match role {
                     Role::Worker => (
                         job.worker_mem_used_mb(),
-                        find(&job.worker_rates),
+                        pod.rate,
                         job.worker_samples.get(&p).copied().unwrap_or(0.0),
                     ),
                     Role::Ps => (job.ps_mem_used_mb(job.samples_done, pod.share), 0.0, 0.0),

@@ -72,6 +72,8 @@ impl World {
             cpu_factor,
             share,
             throttle: 1.0,
+            cpu_used: 0.0,
+            rate: 0.0,
             standby: false,
             replaces: None,
             created: now,

@@ -1,7 +1,7 @@
 //! Elasticity costs, cloud faults and dynamic sharding on tiny scenarios whose outcome is
 //! computed by hand from the truth model and the cost parameters.
 
-use crate::faults::{inputs, job, no_checkpoints, no_faults, scenario};
+use crate::faults::{assert_jct, inputs, jct_s, job, no_checkpoints, no_faults, scenario};
 use dlsim_engine::SimTime;
 use dlsim_model::faults::{ColocationAction, ColocationConfig, FaultConfig, RecoveryConfig};
 use dlsim_model::perf;
@@ -74,13 +74,6 @@ fn bigger_ps(spec: &JobSpec) -> JobConfig {
     }
 }
 
-fn assert_close(got: f64, expect: f64, what: &str) {
-    assert!(
-        (got - expect).abs() < 0.01,
-        "{what}: JCT {got} vs hand-computed {expect}"
-    );
-}
-
 #[test]
 fn adding_workers_with_dynamic_sharding_costs_only_their_start() {
     let spec = job(2, 2);
@@ -90,7 +83,7 @@ fn adding_workers_with_dynamic_sharding_costs_only_their_start() {
     // Two workers train from 20 s; the two new ones join at T + 20 s without a pause.
     let done = rate(&spec, 2, 2) * T;
     let expect = T + 20.0 + (spec.total_samples() - done) / rate(&spec, 4, 2);
-    assert_close(got, expect, "scale-out");
+    assert_jct(got, expect, "scale-out");
 }
 
 #[test]
@@ -110,7 +103,7 @@ fn stop_and_restart_pays_save_start_and_reload() {
         + 20.0
         + s.file.recovery.reload_s
         + (spec.total_samples() - done) / rate(&spec, 2, 4);
-    assert_close(got, expect, "stop-and-restart");
+    assert_jct(got, expect, "stop-and-restart");
 }
 
 #[test]
@@ -128,7 +121,7 @@ fn seamless_migration_with_flash_checkpoint_pauses_for_state_over_memory_bandwid
     let pause = (state_mb / s.file.elasticity.flash_mb_s * 1000.0).ceil() / 1000.0;
     let done = rate(&spec, 2, 2) * T;
     let expect = T + 20.0 + pause + (spec.total_samples() - done) / rate(&spec, 2, 4);
-    assert_close(got, expect, "migration with flash checkpoint");
+    assert_jct(got, expect, "migration with flash checkpoint");
     assert!(pause < 1.0, "flash checkpoint of a small model takes < 1 s");
 }
 
@@ -146,7 +139,7 @@ fn migration_without_flash_checkpoint_moves_state_through_remote_storage() {
     let pause = s.file.elasticity.checkpoint_save_s + s.file.recovery.reload_s;
     let done = rate(&spec, 2, 2) * T;
     let expect = T + 20.0 + pause + (spec.total_samples() - done) / rate(&spec, 2, 4);
-    assert_close(got, expect, "migration through remote storage");
+    assert_jct(got, expect, "migration through remote storage");
 }
 
 #[test]
@@ -166,7 +159,7 @@ fn disabling_seamless_migration_turns_it_into_stop_and_restart() {
     };
     let (a, _) = run_scripted(&s, migrate, Sharding::Static);
     let (b, _) = run_scripted(&s, stop, Sharding::Static);
-    assert_close(a, b, "migration switched off");
+    assert_jct(a, b, "migration switched off");
 }
 
 #[test]
@@ -216,12 +209,28 @@ fn node_failure_restarts_the_job_after_repair() {
     assert!(seen_failure, "some seed saw a node failure");
 }
 
-fn small_node(s: &mut Scenario) {
+/// One 64-core node whose co-located services follow `peak` at `peak_hour` (trough 0, no
+/// noise, 10-min updates), and the job `spec` on it.
+fn colocated(spec: &JobSpec, peak: f64, peak_hour: f64, action: ColocationAction) -> Scenario {
+    let faults = FaultConfig {
+        colocation: ColocationConfig {
+            node_fraction: 1.0,
+            trough: 0.0,
+            peak,
+            peak_hour,
+            noise_sigma: 0.0,
+            update_interval_s: 600,
+            action,
+        },
+        ..no_faults()
+    };
+    let mut s = scenario(spec.clone(), faults, no_checkpoints());
     s.nodes = vec![Node::new(
         "n0".into(),
         Resources::new(64.0, 1 << 20, 0),
         String::new(),
     )];
+    s
 }
 
 #[test]
@@ -231,28 +240,15 @@ fn colocated_services_delay_placement_until_their_demand_falls() {
     let mut spec = job(1, 0);
     spec.worker_cpu = 30.0;
     spec.steps = 2_000;
-    let colocation = ColocationConfig {
-        node_fraction: 1.0,
-        trough: 0.0,
-        peak: 1.0,
-        peak_hour: 0.0,
-        noise_sigma: 0.0,
-        update_interval_s: 600,
-        action: ColocationAction::Evict,
-    };
-    let faults = FaultConfig {
-        colocation: colocation.clone(),
-        ..no_faults()
-    };
-    let mut s = scenario(spec.clone(), faults, no_checkpoints());
-    small_node(&mut s);
+    let s = colocated(&spec, 1.0, 0.0, ColocationAction::Evict);
+    let colocation = &s.file.faults.colocation;
     let fits_at = (0..)
         .map(|k| k as f64 * 600.0)
         .find(|&t| (64_000.0 * colocation.demand_fraction(t)).floor() <= 34_000.0)
         .unwrap();
-    let got = jct_static(&s);
+    let got = jct_s(&s);
     let expect = fits_at + 20.0 + spec.total_samples() / rate(&spec, 1, 0);
-    assert_close(got, expect, "placement after the services' peak");
+    assert_jct(got, expect, "placement after the services' peak");
     assert!(fits_at >= 5.0 * 3_600.0, "it waited for the daily trough");
 }
 
@@ -261,21 +257,8 @@ fn colocated_services_evict_training_pods_when_demand_rises() {
     let mut spec = job(2, 0);
     spec.worker_cpu = 15.0;
     spec.steps = 400_000;
-    let colocation = ColocationConfig {
-        node_fraction: 1.0,
-        trough: 0.0,
-        peak: 1.0,
-        peak_hour: 12.0,
-        noise_sigma: 0.0,
-        update_interval_s: 600,
-        action: ColocationAction::Evict,
-    };
-    let faults = FaultConfig {
-        colocation: colocation.clone(),
-        ..no_faults()
-    };
-    let mut s = scenario(spec.clone(), faults, no_checkpoints());
-    small_node(&mut s);
+    let s = colocated(&spec, 1.0, 12.0, ColocationAction::Evict);
+    let colocation = &s.file.faults.colocation;
     let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
     let j = &out.world.jobs[0];
     assert!(j.evictions >= 1);
@@ -308,22 +291,9 @@ fn throttling_by_colocated_services_slows_the_job_by_the_computed_amount() {
     // CPU is left: factor = (64 - demand) / 32, recomputed every 10 min.
     let mut spec = job(2, 0);
     spec.steps = 20_000;
-    let colocation = ColocationConfig {
-        node_fraction: 1.0,
-        trough: 0.0,
-        peak: 0.9,
-        peak_hour: 12.0,
-        noise_sigma: 0.0,
-        update_interval_s: 600,
-        action: ColocationAction::Throttle,
-    };
-    let faults = FaultConfig {
-        colocation: colocation.clone(),
-        ..no_faults()
-    };
-    let mut s = scenario(spec.clone(), faults, no_checkpoints());
-    small_node(&mut s);
-    let got = jct_static(&s);
+    let s = colocated(&spec, 0.9, 12.0, ColocationAction::Throttle);
+    let colocation = &s.file.faults.colocation;
+    let got = jct_s(&s);
     // Integrate by hand over the 10-minute pieces.
     let rate_at = |factor: f64| {
         let x = perf::PerfInputs {
@@ -352,13 +322,6 @@ fn throttling_by_colocated_services_slows_the_job_by_the_computed_amount() {
     );
     let healthy = 20.0 + spec.total_samples() / rate_at(1.0);
     assert!(got > healthy, "throttling slows the job");
-}
-
-fn jct_static(s: &Scenario) -> f64 {
-    let out = dlsim_model::run(s, dlsim_policies::build("static").unwrap());
-    let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
-    (j.end.unwrap() - j.request.submit).as_secs_f64()
 }
 
 #[test]

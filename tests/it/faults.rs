@@ -96,7 +96,15 @@ pub(crate) fn no_checkpoints() -> RecoveryConfig {
     }
 }
 
-fn jct_s(s: &Scenario) -> f64 {
+/// Asserts a JCT equals its hand-computed value to 10 ms.
+pub(crate) fn assert_jct(got: f64, expect: f64, what: &str) {
+    assert!(
+        (got - expect).abs() < 0.01,
+        "{what}: JCT {got} vs hand-computed {expect}"
+    );
+}
+
+pub(crate) fn jct_s(s: &Scenario) -> f64 {
     let out = dlsim_model::run(s, dlsim_policies::build("static").unwrap());
     let j = &out.world.jobs[0];
     assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
@@ -125,10 +133,7 @@ fn healthy_job_takes_start_latency_plus_samples_over_rate() {
     );
     let expect = 20.0 + spec.total_samples() / rate;
     let got = jct_s(&scenario(spec, no_faults(), no_checkpoints()));
-    assert!(
-        (got - expect).abs() < 0.01,
-        "JCT {got} vs hand-computed {expect}"
-    );
+    assert_jct(got, expect, "JCT");
 }
 
 #[test]
@@ -150,10 +155,7 @@ fn worker_straggler_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
     let expect = 20.0 + spec.total_samples() / rate;
     let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
     let got = jct_s(&scenario(spec, faults, no_checkpoints()));
-    assert!(
-        (got - expect).abs() < 0.01,
-        "JCT {got} vs hand-computed {expect}"
-    );
+    assert_jct(got, expect, "JCT");
     assert!(
         got > 2.0 * healthy,
         "xDeepFM is compute-bound: a 4x CPU cut hurts ({got} vs {healthy})"
@@ -198,10 +200,7 @@ fn hot_ps_bounds_the_job_by_its_largest_share() {
     let expect = 20.0 + spec.total_samples() / rate;
     let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
     let got = jct_s(&scenario(spec, faults, no_checkpoints()));
-    assert!(
-        (got - expect).abs() < 0.01,
-        "JCT {got} vs hand-computed {expect}"
-    );
+    assert_jct(got, expect, "JCT");
     assert!(
         got > healthy * 1.2,
         "W&D is PS-bound: a hot PS hurts ({got} vs {healthy})"
@@ -223,10 +222,7 @@ fn checkpoint_cost_stretches_training_by_its_duty_cycle() {
         / 660.0;
     let expect = 20.0 + spec.total_samples() / rate;
     let got = jct_s(&scenario(spec, no_faults(), recovery));
-    assert!(
-        (got - expect).abs() < 0.01,
-        "JCT {got} vs hand-computed {expect}"
-    );
+    assert_jct(got, expect, "JCT");
 }
 
 #[test]
@@ -344,8 +340,5 @@ fn a_calibration_file_sets_the_truth_of_its_kinds() {
     // T = 2 * (1e-3 * 512 / 16 + 0.01) = 0.084 s per step per worker; 4 workers.
     let expect = 20.0 + s.jobs[0].total_samples() / (4.0 * 512.0 / 0.084);
     let got = jct_s(&s);
-    assert!(
-        (got - expect).abs() < 0.01,
-        "JCT {got} vs hand-computed {expect}"
-    );
+    assert_jct(got, expect, "JCT");
 }

@@ -149,6 +149,20 @@ fn random_scenario(seed: u64) -> Scenario {
 struct Chaos {
     rng: SimRng,
     sharding: Sharding,
+    interval: SimTime,
+}
+
+impl Chaos {
+    fn new(seed: u64, sharding: Sharding) -> Self {
+        let rng = RngStreams::new(seed).stream("chaos");
+        // Drawn from a copy, so the action stream starts where it always did.
+        let interval = SimTime::from_secs(rng.clone().gen_range(60..1_800));
+        Chaos {
+            rng,
+            sharding,
+            interval,
+        }
+    }
 }
 
 impl Policy for Chaos {
@@ -162,7 +176,7 @@ impl Policy for Chaos {
         true
     }
     fn tick_interval(&self) -> Option<SimTime> {
-        Some(SimTime::from_secs(self.rng.clone().gen_range(60..1_800)))
+        Some(self.interval)
     }
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
         vec![Action::Launch {
@@ -239,14 +253,8 @@ fn random_scenarios_keep_every_invariant() {
         let scenario = random_scenario(seed);
         let policy: Box<dyn Policy> = match seed % 3 {
             0 => dlsim_policies::build("static").unwrap(),
-            k => Box::new(Chaos {
-                rng: RngStreams::new(seed).stream("chaos"),
-                sharding: if k == 1 {
-                    Sharding::Dynamic
-                } else {
-                    Sharding::Static
-                },
-            }),
+            1 => Box::new(Chaos::new(seed, Sharding::Dynamic)),
+            _ => Box::new(Chaos::new(seed, Sharding::Static)),
         };
         let out = dlsim_model::run(&scenario, policy);
         let w = &out.world;

@@ -7,7 +7,7 @@ use clap::Args;
 use dlsim_model::metrics::{write_atomic, Summary};
 use dlsim_model::scenario::key_line;
 use dlsim_model::Scenario;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -45,11 +45,10 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     let wall = Instant::now();
     let mut scenario = Scenario::load(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
-    if let Some(seed) = args.seed {
-        if scenario.file.generate.is_some() && seed != scenario.file.seed {
-            // The generated workload depends on the seed: reload so it is regenerated.
-            scenario.file.seed = seed;
-            scenario = reload_with_seed(&args.scenario, seed)?;
+    if let Some(seed) = args.seed.filter(|&s| s != scenario.file.seed) {
+        if let Some(g) = &scenario.file.generate {
+            // The generated workload depends on the seed: generate it again.
+            scenario.jobs = dlsim_traces::generate(g, seed);
         }
         scenario.file.seed = seed;
     }
@@ -109,15 +108,6 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn reload_with_seed(path: &Path, seed: u64) -> anyhow::Result<Scenario> {
-    let mut s = Scenario::load(path).map_err(|e| BadInput(e.to_string()))?;
-    if let Some(g) = s.file.generate.clone() {
-        s.jobs = dlsim_traces::generate(&g, seed);
-    }
-    s.file.seed = seed;
-    Ok(s)
 }
 
 fn default_out_dir(s: &Summary) -> PathBuf {

@@ -14,6 +14,15 @@ fn good_job() -> serde_json::Value {
     })
 }
 
+/// A valid second job, as small as the format allows, for tests about the scenario file.
+fn tiny_job() -> serde_json::Value {
+    serde_json::json!({
+        "id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1,
+        "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0,
+        "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1
+    })
+}
+
 fn write_trace(dir: &Path, job: &serde_json::Value) -> PathBuf {
     let header = r#"{"format":"dlsim-trace","version":1}"#;
     let path = dir.join("trace.jsonl");
@@ -102,10 +111,7 @@ fn negative_cpu_is_rejected() {
 #[test]
 fn negative_node_cores_in_scenario_is_rejected() {
     let dir = scratch("bad-negative-node");
-    write_trace(
-        &dir,
-        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
-    );
+    write_trace(&dir, &tiny_job());
     let s = write_scenario(
         &dir,
         "{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {\n    \"groups\": [ { \"count\": 2,\n      \"cores\": -8, \"mem_gb\": 64 } ]\n  }\n}\n",
@@ -141,10 +147,7 @@ fn pod_larger_than_any_node_is_rejected() {
 #[test]
 fn unknown_policy_in_scenario_names_the_line() {
     let dir = scratch("bad-policy-scenario");
-    write_trace(
-        &dir,
-        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
-    );
+    write_trace(&dir, &tiny_job());
     let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"policy\": \"magic\",\n  \"cluster\": {CLUSTER}\n}}\n"));
     assert_rejected(
         &dir,
@@ -215,10 +218,7 @@ fn malformed_json_names_the_line() {
 #[test]
 fn malformed_calibration_file_is_rejected() {
     let dir = scratch("bad-calibration");
-    write_trace(
-        &dir,
-        &serde_json::json!({"id": 2, "submit_s": 1, "model": "dcn", "batch_size": 1, "steps": 1, "dense_mb": 1.0, "emb_dim": 1, "emb_mb_per_msample": 0.0, "workers": 1, "ps": 1, "worker_cpu": 1.0, "worker_mem_mb": 1, "ps_cpu": 1.0, "ps_mem_mb": 1}),
-    );
+    write_trace(&dir, &tiny_job());
     std::fs::write(dir.join("cal.json"), r#"{"format":"dlsim-calibration","version":1,"kinds":{"wide_deep":{"a_grad":-1,"b_grad":0,"a_upd":0,"b_upd":0,"a_sync":0,"b_sync":0,"a_emb":0,"b_emb":0}}}"#).unwrap();
     let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"truth\": {{ \"calibration\": \"cal.json\" }},\n  \"cluster\": {CLUSTER}\n}}\n"));
     assert_rejected(&dir, &s, &[], &["cal.json", "kinds.wide_deep", ">= 0"]);

@@ -45,12 +45,10 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     let wall = Instant::now();
     let mut scenario = Scenario::load(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
-    if let Some(seed) = args.seed.filter(|&s| s != scenario.file.seed) {
-        if let Some(g) = &scenario.file.generate {
-            // The generated workload depends on the seed: generate it again.
-            scenario.jobs = dlsim_traces::generate(g, seed);
-        }
-        scenario.file.seed = seed;
+    if let Some(seed) = args.seed {
+        scenario
+            .with_seed(seed)
+            .map_err(|e| BadInput(format!("{e} (with --seed {seed})")))?;
     }
     scenario.trace_observations = args.trace_observations;
     let policy_spec = args

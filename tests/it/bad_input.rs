@@ -223,3 +223,21 @@ fn malformed_calibration_file_is_rejected() {
     let s = write_scenario(&dir, &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"truth\": {{ \"calibration\": \"cal.json\" }},\n  \"cluster\": {CLUSTER}\n}}\n"));
     assert_rejected(&dir, &s, &[], &["cal.json", "kinds.wide_deep", ">= 0"]);
 }
+
+#[test]
+fn a_seed_override_that_generates_an_unplaceable_job_is_rejected() {
+    // Seed 2 of this generated workload has no GPU job and loads; seed 1 draws one on a
+    // cluster without GPUs, so `--seed 1` must fail like a scenario file with seed 1.
+    let dir = scratch("bad-seed-override");
+    let scenario = write_scenario(
+        &dir,
+        r#"{ "seed": 2, "generate": { "days": 0.05, "jobs_per_day": 200, "gpu_job_fraction": 0.2 },
+  "cluster": { "groups": [ { "count": 4, "cores": 64, "mem_gb": 256 } ] } }"#,
+    );
+    assert_rejected(
+        &dir,
+        &scenario,
+        &["--seed", "1"],
+        &["scenario.json:1", "worker_gpu", "--seed 1"],
+    );
+}

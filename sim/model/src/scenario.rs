@@ -322,6 +322,28 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// Replaces the scenario's seed (`dlsim replay --seed`). A generated workload depends
+    /// on the seed, so it is generated again and checked against the cluster like one
+    /// loaded from the file.
+    pub fn with_seed(&mut self, seed: u64) -> Result<(), InputError> {
+        if seed == self.file.seed {
+            return Ok(());
+        }
+        self.file.seed = seed;
+        if let Some(g) = &self.file.generate {
+            let jobs = generate(g, seed);
+            let line = std::fs::read_to_string(&self.path)
+                .ok()
+                .and_then(|text| key_line(&text, "generate"))
+                .unwrap_or(0);
+            check_jobs_fit(&self.nodes, &jobs, &self.path, &vec![line; jobs.len()])?;
+            self.jobs = jobs;
+        }
+        Ok(())
+    }
+}
+
 /// Reads the raw fitted per-kind parameters of a `dlsim calibrate` output file (the
 /// kernel's scale, before the unit contract).
 pub fn load_calibration(path: &Path) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {

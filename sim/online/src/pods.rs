@@ -212,14 +212,10 @@ impl Pods {
                 } else {
                     PodPhase::Running
                 };
-                let ready = p.joined && now >= self.paused_until;
-                let ready_transition = if ready {
-                    p.joined_at.max(self.paused_until)
-                } else if p.joined {
-                    self.pause_started
-                } else {
-                    p.created
-                };
+                // The readiness probe passes once the model is loaded; a consumer-group
+                // rebuild does not fail it (the pod is up, it just has nothing to train).
+                let ready = p.loaded;
+                let ready_transition = if ready { p.loaded_at } else { p.created };
                 let entries: Vec<_> = p
                     .window
                     .iter()
@@ -308,5 +304,39 @@ mod tests {
         );
         assert_eq!(obs[3].phase, PodPhase::Pending);
         assert!(!obs[3].ready && obs[3].gpu_util.is_none());
+    }
+
+    /// What the HPA's metrics pipeline sees through a rolling scale-up: the new pod is not
+    /// Ready (and has no metric) while it loads; the old pods stay Ready through the stream
+    /// rebuild that its join causes, reporting the idle GPUs of the pause, as a readiness
+    /// probe and a GPU exporter on real pods would.
+    #[test]
+    fn pods_stay_ready_through_a_stream_rebuild_and_report_its_idle_gpus() {
+        let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
+        let mut rng = dlsim_engine::RngStreams::new(1).stream("n");
+        let window = SimTime::from_secs(60);
+        let record = |p: &mut Pods, from_s: u64, to_s: u64, busy: f64| {
+            for t in (from_s..to_s).step_by(15) {
+                for i in p.joined() {
+                    p.record(i, (t + 15) * 1000, busy * 15.0, 15.0, 15.0, 60_000);
+                }
+            }
+        };
+        record(&mut p, 0, 100, 0.6);
+        let wake = p.rescale(SimTime::from_secs(100), 3);
+        record(&mut p, 100, 520, 0.9);
+        let obs = p.observe(SimTime::from_secs(300), window, 0.0, &mut rng);
+        assert!(!obs[2].ready && obs[2].gpu_util.is_none(), "loading");
+        assert!(obs[0].ready);
+        assert!((obs[0].gpu_util.unwrap().value - 0.9).abs() < 1e-9);
+        p.loaded(wake[0].1, wake[0].0);
+        // The rebuild pause (520 s to 640 s): nothing trains, every pod is Ready.
+        record(&mut p, 520, 600, 0.0);
+        let obs = p.observe(SimTime::from_secs(600), window, 0.0, &mut rng);
+        assert!(obs.iter().all(|o| o.ready), "{obs:?}");
+        for o in &obs {
+            assert_eq!(o.gpu_util.unwrap().value, 0.0, "{o:?}");
+        }
+        assert_eq!(obs[2].ready_transition, SimTime::from_secs(520));
     }
 }

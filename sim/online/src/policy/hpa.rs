@@ -19,6 +19,14 @@
 //!   limit = max over policies {+4 pods, +100%} per 15 s from the period-start count;
 //!   scale-down limit = min over {-100%} per 15 s), then bounded by min/max replicas.
 //!   Scale events are recorded per direction for the rate limits.
+//!
+//! In the online world (`pods.rs`) the default metric is GPU utilisation as a per-pod custom
+//! metric (`type: Pods`, e.g. from a GPU exporter through an adapter), target 0.7, averaged
+//! over the scenario's `metric_window_s`; pods are unready (no metric) until their model is
+//! loaded and Ready afterwards, including through stream rebuilds. Each replica change is a
+//! rescale of the job, and in `rolling` mode each join or leave pauses the consumer group,
+//! which this metric sees as idle GPUs and then as a 100%-busy backlog drain: on `online-7d`
+//! the controller oscillates (about 2,200 replica changes a week) instead of reacting late.
 
 use super::{choice, num, MetricSample, OnlinePolicy, OnlineView, PodObs, PodPhase};
 use dlsim_engine::SimTime;

@@ -119,6 +119,32 @@ impl ShardLedger {
         }
     }
 
+    /// A worker with `left` samples to train and nothing returned in TODO goes through whole
+    /// never-served shards in one step (the same shards, in the same order, as taking them
+    /// one at a time; the last, possibly partial, shard is left to the normal path).
+    /// Returns the samples left over.
+    fn complete_fresh_in_bulk(&mut self, left: f64) -> f64 {
+        if !self.todo.is_empty() {
+            return left;
+        }
+        let whole_fresh = self
+            .shards()
+            .saturating_sub(1)
+            .saturating_sub(self.next_fresh);
+        let k = ((left / self.shard_samples).floor() as u32).min(whole_fresh);
+        if k <= 1 {
+            return left;
+        }
+        for c in &mut self.done_count[self.next_fresh as usize..(self.next_fresh + k) as usize] {
+            *c += 1;
+        }
+        self.next_fresh += k;
+        self.done += k;
+        let samples = f64::from(k) * self.shard_samples;
+        self.done_samples += samples;
+        left - samples
+    }
+
     fn complete(&mut self, shard: u32) {
         self.done_count[shard as usize] += 1;
         self.done += 1;
@@ -132,29 +158,31 @@ impl ShardLedger {
         for &(worker, amount) in amounts {
             let mut left = amount;
             while left > 0.0 {
-                let Some(&(shard, progress)) = self.doing.get(&worker) else {
-                    match self.take() {
-                        Some(s) => {
-                            self.doing.insert(worker, (s, 0.0));
-                            continue;
-                        }
+                let (shard, progress) = match self.doing.get(&worker) {
+                    Some(&d) => d,
+                    None => match self.take() {
+                        Some(s) => (s, 0.0),
                         None => {
                             spare += left;
                             break;
                         }
-                    }
+                    },
                 };
                 let need = self.size(shard) - progress;
-                if left >= need {
-                    left -= need;
-                    self.doing.remove(&worker);
-                    self.complete(shard);
-                    if let Some(s) = self.take() {
+                if left < need {
+                    self.doing.insert(worker, (shard, progress + left));
+                    break;
+                }
+                left -= need;
+                self.complete(shard);
+                left = self.complete_fresh_in_bulk(left);
+                match self.take() {
+                    Some(s) => {
                         self.doing.insert(worker, (s, 0.0));
                     }
-                } else {
-                    self.doing.insert(worker, (shard, progress + left));
-                    left = 0.0;
+                    None => {
+                        self.doing.remove(&worker);
+                    }
                 }
             }
         }
@@ -295,6 +323,27 @@ mod tests {
         l.join(1);
         l.advance(&[(0, 150.0), (1, 50.0)]);
         assert_eq!(l.done(), 2);
+        l.check_exactly_once().unwrap();
+    }
+
+    #[test]
+    fn a_large_step_serves_whole_shards_in_order() {
+        let mut l = ShardLedger::new(10_050.0, 100.0);
+        l.join(0);
+        l.join(1);
+        // Worker 0 finishes shard 0 and 29 more (2..=30) and is 30 into shard 31; worker 1
+        // finishes shard 1 and 9 more (32..=40) and is 10 into shard 41.
+        l.advance(&[(0, 3_030.0), (1, 1_010.0)]);
+        l.check_consistent().unwrap();
+        assert_eq!(l.done(), 40);
+        assert_eq!(l.doing[&0], (31, 30.0));
+        assert_eq!(l.doing[&1], (41, 10.0));
+        assert!((l.samples() - 4_040.0).abs() < 1e-9);
+        // A failure returns shard 41; the rest, with the 50-sample last shard, finishes
+        // exactly once.
+        assert_eq!(l.leave(1), 10.0);
+        l.advance(&[(0, 6_020.0)]);
+        l.finish(1e-6);
         l.check_exactly_once().unwrap();
     }
 }

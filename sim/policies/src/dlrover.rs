@@ -354,7 +354,7 @@ impl Plan<'_> {
         ]
     }
 
-    fn config(&self, g: &[u32]) -> JobConfig {
+    fn config(&self, g: &[u32; 4]) -> JobConfig {
         let gpu = self.current.worker_gpu > 0;
         let ps = g[1] + 1;
         // The embedding is sharded: PS memory follows the share each PS holds, with
@@ -376,7 +376,7 @@ impl Plan<'_> {
         }
     }
 
-    fn genes_of(&self, c: &JobConfig) -> Vec<u32> {
+    fn genes_of(&self, c: &JobConfig) -> [u32; 4] {
         let idx = |x: f64| {
             CPU_OPTIONS
                 .iter()
@@ -384,7 +384,7 @@ impl Plan<'_> {
                 .unwrap_or(CPU_OPTIONS.len() - 1) as u32
         };
         let u = self.upper();
-        vec![
+        [
             (c.workers.clamp(1, MAX_WORKERS) - 1),
             (c.ps.clamp(1, MAX_PS) - 1),
             idx(c.worker_cpu).min(u[2] - 1),
@@ -425,9 +425,9 @@ impl Plan<'_> {
         thr - self.thr_now - thr * (overhead_s / remaining_s).min(1.0)
     }
 
-    fn objectives(&self, g: &[u32]) -> Vec<f64> {
+    fn objectives(&self, g: &[u32; 4]) -> nsga2::Objectives {
         let c = self.config(g);
-        vec![self.cost(&c), -self.gain(&c)]
+        [self.cost(&c), -self.gain(&c)]
     }
 }
 
@@ -618,10 +618,10 @@ impl Policy for Dlrover {
 
 impl Dlrover {
     /// Pareto candidates for one job: NSGA-II, the exact front, or one-step neighbours.
-    fn candidates(&mut self, plan: &Plan<'_>) -> Vec<nsga2::Scored> {
+    fn candidates(&mut self, plan: &Plan<'_>) -> Vec<nsga2::Scored<4>> {
         let upper = plan.upper();
         let start = plan.genes_of(&plan.current);
-        let mut eval = |g: &[u32]| plan.objectives(g);
+        let mut eval = |g: &[u32; 4]| plan.objectives(g);
         if self.exact {
             return nsga2::exhaustive(&upper, &mut eval);
         }
@@ -637,7 +637,7 @@ impl Dlrover {
         let mut out = Vec::new();
         for (k, &u) in upper.iter().enumerate() {
             for step in [-1i64, 1] {
-                let mut g = start.clone();
+                let mut g = start;
                 let v = i64::from(g[k]) + step;
                 if v >= 0 && v < i64::from(u) {
                     g[k] = v as u32;

@@ -27,7 +27,7 @@ fn online_scenario_replays_under_every_policy_with_kales_metrics() {
         "replay",
         path_str(&sc),
         "--policy",
-        "adequate,hpa,autopilot,madu,kale",
+        "adequate,hpa,hpa[up_window_s=540,down_window_s=1080],autopilot,madu,kale",
         "--out",
         path_str(&out),
     ]);
@@ -36,7 +36,14 @@ fn online_scenario_replays_under_every_policy_with_kales_metrics() {
         stdout(&o).contains("| scheme |"),
         "prints the Table 3 comparison"
     );
-    assert!(out.join("table3.md").exists());
+    let table = std::fs::read_to_string(out.join("table3.md")).unwrap();
+    // The default and the operator-tuned HPA are both compared with the paper's HPA row.
+    assert!(table.contains("\n| hpa | "), "{table}");
+    assert!(
+        table.contains("| hpa[down_window_s=1080,up_window_s=540] (paper row: hpa) | "),
+        "{table}"
+    );
+    assert_eq!(table.matches("/ 19.57% |").count(), 2, "{table}");
     for policy in ["adequate", "hpa", "autopilot", "madu", "kale"] {
         let s = summary(&out.join(policy));
         for key in [

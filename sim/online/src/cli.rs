@@ -195,10 +195,16 @@ pub fn table3(rows: &[OnlineSummary]) -> String {
         let rel = ours_adequate
             .map(|a| format!("{:.2}", s.gpu_hours / a))
             .unwrap_or_else(|| "-".into());
+        // A configured variant (e.g. an operator-tuned `hpa[...]`) is compared with the
+        // paper's row of its scheme, and says so.
+        let label = if paper.is_some() && s.policy != name {
+            format!("{} (paper row: {name})", s.policy)
+        } else {
+            s.policy.clone()
+        };
         let _ = writeln!(
             t,
-            "| {} | {:.2}% / {} | {:.0} / {} | {:.0} / {} | {:.1} / {} | {rel} / {} | {} |",
-            s.policy,
+            "| {label} | {:.2}% / {} | {:.0} / {} | {:.0} / {} | {:.1} / {} | {rel} / {} | {} |",
             100.0 * s.violation_rate,
             p(|r| format!("{:.2}%", r.1)),
             s.accumulated_lag_min,

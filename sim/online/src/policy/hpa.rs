@@ -50,6 +50,17 @@ pub enum RatePolicy {
     Percent { value: u32, period_s: u64 },
 }
 
+/// `selectPolicy` of an `HPAScalingRules`: which policy's limit applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectPolicy {
+    /// The policy allowing the largest change (the default).
+    Max,
+    /// The policy allowing the smallest change.
+    Min,
+    /// No scaling in this direction.
+    Disabled,
+}
+
 /// The replica calculator's constants.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CalcConfig {
@@ -167,6 +178,8 @@ pub struct Controller {
     pub down_window: SimTime,
     pub up_policies: Vec<RatePolicy>,
     pub down_policies: Vec<RatePolicy>,
+    pub up_select: SelectPolicy,
+    pub down_select: SelectPolicy,
     recommendations: Vec<(SimTime, u32)>,
     up_events: Vec<(SimTime, u32)>,
     down_events: Vec<(SimTime, u32)>,
@@ -194,6 +207,8 @@ impl Controller {
                 value: 100,
                 period_s: 15,
             }],
+            up_select: SelectPolicy::Max,
+            down_select: SelectPolicy::Max,
             recommendations: Vec::new(),
             up_events: Vec::new(),
             down_events: Vec::new(),
@@ -267,34 +282,40 @@ impl Controller {
             i64::from(current) - i64::from(Self::changed_in(&self.up_events, now, period_s))
                 + i64::from(Self::changed_in(&self.down_events, now, period_s))
         };
+        let cur = i64::from(current);
         if desired > current {
-            let limit = self
-                .up_policies
-                .iter()
-                .map(|p| match *p {
-                    RatePolicy::Pods { value, period_s } => start(period_s) + i64::from(value),
-                    RatePolicy::Percent { value, period_s } => {
-                        (start(period_s) as f64 * (1.0 + f64::from(value) / 100.0)).ceil() as i64
-                    }
-                })
-                .max()
-                .unwrap_or(i64::from(current))
-                .max(i64::from(current));
+            let proposals = self.up_policies.iter().map(|p| match *p {
+                RatePolicy::Pods { value, period_s } => start(period_s) + i64::from(value),
+                RatePolicy::Percent { value, period_s } => {
+                    (start(period_s) as f64 * (1.0 + f64::from(value) / 100.0)).ceil() as i64
+                }
+            });
+            // `calculateScaleUpLimitWithScalingRules`: Max takes the largest proposal, Min the
+            // smallest; with no policy the limit stays at its fold seed and is then floored
+            // at the current count.
+            let limit = match self.up_select {
+                SelectPolicy::Disabled => cur,
+                SelectPolicy::Max => proposals.fold(i64::from(i32::MIN), i64::max),
+                SelectPolicy::Min => proposals.fold(i64::from(i32::MAX), i64::min),
+            }
+            .max(cur);
             let allowed = limit.min(i64::from(self.max_replicas));
             desired.min(allowed as u32)
         } else if desired < current {
-            let limit = self
-                .down_policies
-                .iter()
-                .map(|p| match *p {
-                    RatePolicy::Pods { value, period_s } => start(period_s) - i64::from(value),
-                    RatePolicy::Percent { value, period_s } => {
-                        (start(period_s) as f64 * (1.0 - f64::from(value) / 100.0)) as i64
-                    }
-                })
-                .min()
-                .unwrap_or(i64::from(current))
-                .min(i64::from(current));
+            let proposals = self.down_policies.iter().map(|p| match *p {
+                RatePolicy::Pods { value, period_s } => start(period_s) - i64::from(value),
+                RatePolicy::Percent { value, period_s } => {
+                    (start(period_s) as f64 * (1.0 - f64::from(value) / 100.0)) as i64
+                }
+            });
+            // `calculateScaleDownLimitWithBehaviors`: Max (largest change) takes the smallest
+            // proposal, Min the largest; the limit is capped at the current count.
+            let limit = match self.down_select {
+                SelectPolicy::Disabled => cur,
+                SelectPolicy::Max => proposals.fold(i64::from(i32::MAX), i64::min),
+                SelectPolicy::Min => proposals.fold(i64::from(i32::MIN), i64::max),
+            }
+            .min(cur);
             let allowed = limit.max(i64::from(self.min_replicas));
             desired.max(allowed as u32)
         } else {
@@ -308,8 +329,46 @@ pub struct Hpa {
     spec: String,
     calc: CalcConfig,
     ctl: Controller,
+    /// `maxReplicas` as specified; the controller's is this bounded by the cluster.
+    max_replicas: u32,
     sync: SimTime,
     errors: u64,
+}
+
+/// One direction's `HPAScalingRules` from the spec keys `{dir}_window_s`, `{dir}_pods`,
+/// `{dir}_percent`, `{dir}_period_s` (shared by both policies) and `{dir}_select`; a
+/// policy value of 0 leaves that policy out. Defaults are the `autoscaling/v2` ones, and
+/// the bounds those of its validation (window <= 3600 s, period 1..=1800 s).
+fn scaling_rules(
+    s: &PolicySpec,
+    dir: &str,
+    window_s: u64,
+    pods: u32,
+) -> Result<(SimTime, Vec<RatePolicy>, SelectPolicy), SpecError> {
+    let key = |k: &str| format!("{dir}_{k}");
+    let window = num(s, &key("window_s"), window_s as f64, 0.0, 3600.0)? as u64;
+    let period_s = num(s, &key("period_s"), 15.0, 1.0, 1800.0)? as u64;
+    let pods = num(s, &key("pods"), f64::from(pods), 0.0, 10_000.0)? as u32;
+    let percent = num(s, &key("percent"), 100.0, 0.0, 10_000.0)? as u32;
+    let mut policies = Vec::new();
+    if pods > 0 {
+        policies.push(RatePolicy::Pods {
+            value: pods,
+            period_s,
+        });
+    }
+    if percent > 0 {
+        policies.push(RatePolicy::Percent {
+            value: percent,
+            period_s,
+        });
+    }
+    let select = match choice(s, &key("select"), "max", &["max", "min", "disabled"])? {
+        "min" => SelectPolicy::Min,
+        "disabled" => SelectPolicy::Disabled,
+        _ => SelectPolicy::Max,
+    };
+    Ok((SimTime::from_secs(window), policies, select))
 }
 
 impl Hpa {
@@ -321,7 +380,16 @@ impl Hpa {
             "max",
             "tolerance",
             "sync_s",
+            "up_window_s",
+            "up_pods",
+            "up_percent",
+            "up_period_s",
+            "up_select",
             "down_window_s",
+            "down_pods",
+            "down_percent",
+            "down_period_s",
+            "down_select",
         ])?;
         let metric = match choice(s, "metric", "gpu_util", &["gpu_util", "cpu_util", "sps"])? {
             "cpu_util" => HpaMetric::CpuUtil,
@@ -335,6 +403,8 @@ impl Hpa {
         };
         let target = num(s, "target", default_target, 1e-6, 1e12)?;
         let min = num(s, "min", 1.0, 1.0, 10_000.0)? as u32;
+        // maxReplicas defaults to the cluster's GPUs (bounded again at each sync), so the
+        // controller never records a scale event the cluster cannot carry out.
         let max = num(s, "max", 10_000.0, 1.0, 10_000.0)? as u32;
         if max < min {
             return Err(SpecError::BadValue {
@@ -345,7 +415,8 @@ impl Hpa {
             });
         }
         let mut ctl = Controller::default_behaviour(min, max);
-        ctl.down_window = SimTime::from_secs(num(s, "down_window_s", 300.0, 0.0, 86_400.0)? as u64);
+        (ctl.up_window, ctl.up_policies, ctl.up_select) = scaling_rules(s, "up", 0, 4)?;
+        (ctl.down_window, ctl.down_policies, ctl.down_select) = scaling_rules(s, "down", 300, 0)?;
         Ok(Hpa {
             spec: s.canonical(),
             calc: CalcConfig {
@@ -356,6 +427,7 @@ impl Hpa {
                 initial_readiness_delay: SimTime::from_secs(30),
             },
             ctl,
+            max_replicas: max,
             sync: SimTime::from_secs(num(s, "sync_s", 15.0, 1.0, 3600.0)? as u64),
             errors: 0,
         })
@@ -370,6 +442,7 @@ impl OnlinePolicy for Hpa {
         self.sync
     }
     fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        self.ctl.max_replicas = self.max_replicas.min(view.max_workers);
         let rec = replica_calc(view.target, view.pods, &self.calc, view.now);
         if rec.is_err() {
             self.errors += 1;

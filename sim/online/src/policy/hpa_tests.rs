@@ -169,3 +169,94 @@ fn spec_strings_configure_metric_and_target() {
     assert!(Hpa::from_spec(&PolicySpec::parse("hpa[min=5,max=2]").unwrap()).is_err());
     assert!(Hpa::from_spec(&PolicySpec::parse("hpa[window=3]").unwrap()).is_err());
 }
+
+#[test]
+fn scale_up_window_takes_the_minimum_recommendation_of_the_window() {
+    let mut ctl = Controller::default_behaviour(1, 100);
+    ctl.up_window = at(60);
+    assert_eq!(ctl.reconcile(at(0), 4, Ok(4)), 4);
+    // The window's minimum (4 at t=0) holds while it is inside the 60 s window...
+    assert_eq!(ctl.reconcile(at(15), 4, Ok(6)), 4);
+    assert_eq!(ctl.reconcile(at(45), 4, Ok(9)), 4);
+    // ...and at t=60 the minimum of {6, 9, 7} is 6, within the {+4, +100%} limit of 8.
+    assert_eq!(ctl.reconcile(at(60), 4, Ok(7)), 6);
+    // A scale-down still follows the (default 300 s) down window: max(4, 6, 9, 7, 2) = 9
+    // caps it above the current 6, so the count stays.
+    assert_eq!(ctl.reconcile(at(75), 6, Ok(2)), 6);
+}
+
+#[test]
+fn select_policy_picks_the_smallest_or_largest_change_or_none() {
+    // Up from 10 with {+4 pods, +100%}: Max allows 20, Min allows 14.
+    let mut max = Controller::default_behaviour(1, 100);
+    assert_eq!(max.reconcile(at(0), 10, Ok(30)), 20);
+    let mut min = Controller::default_behaviour(1, 100);
+    min.up_select = SelectPolicy::Min;
+    assert_eq!(min.reconcile(at(0), 10, Ok(30)), 14);
+    // Down from 10 with {-3 pods, -50%} per 60 s and no window: Max allows the larger
+    // change (to 5), Min the smaller (to 7); 30 s later the period still starts at 10.
+    let down = |select| {
+        let mut c = Controller::default_behaviour(1, 100);
+        c.down_window = SimTime::ZERO;
+        c.down_policies = vec![
+            RatePolicy::Pods {
+                value: 3,
+                period_s: 60,
+            },
+            RatePolicy::Percent {
+                value: 50,
+                period_s: 60,
+            },
+        ];
+        c.down_select = select;
+        c
+    };
+    let mut c = down(SelectPolicy::Max);
+    assert_eq!(c.reconcile(at(0), 10, Ok(2)), 5);
+    assert_eq!(c.reconcile(at(30), 5, Ok(2)), 5);
+    let mut c = down(SelectPolicy::Min);
+    assert_eq!(c.reconcile(at(0), 10, Ok(2)), 7);
+    // From 7 the period start is 10: max(10 - 3, 10 * 0.5) = 7, no further change yet.
+    assert_eq!(c.reconcile(at(30), 7, Ok(2)), 7);
+    assert_eq!(c.reconcile(at(60), 7, Ok(2)), 4);
+    let mut c = down(SelectPolicy::Disabled);
+    assert_eq!(c.reconcile(at(0), 10, Ok(2)), 10);
+}
+
+#[test]
+fn spec_strings_configure_the_behaviour() {
+    let s = PolicySpec::parse(
+        "hpa[up_window_s=540,down_window_s=1080,down_pods=2,down_percent=0,down_period_s=60,up_select=min]",
+    )
+    .unwrap();
+    let h = Hpa::from_spec(&s).unwrap();
+    assert_eq!((h.ctl.up_window, h.ctl.down_window), (at(540), at(1080)));
+    assert_eq!(
+        h.ctl.down_policies,
+        vec![RatePolicy::Pods {
+            value: 2,
+            period_s: 60
+        }]
+    );
+    assert_eq!(h.ctl.up_select, SelectPolicy::Min);
+    assert_eq!(h.ctl.down_select, SelectPolicy::Max);
+    // The defaults are the autoscaling/v2 ones.
+    let d = Hpa::from_spec(&PolicySpec::parse("hpa").unwrap()).unwrap();
+    let v2 = Controller::default_behaviour(1, 10_000);
+    assert_eq!(
+        (d.ctl.up_window, d.ctl.down_window),
+        (v2.up_window, v2.down_window)
+    );
+    assert_eq!(d.ctl.up_policies, v2.up_policies);
+    assert_eq!(d.ctl.down_policies, v2.down_policies);
+    for bad in [
+        "hpa[up_window_s=3601]",
+        "hpa[down_select=fast]",
+        "hpa[up_period_s=0]",
+    ] {
+        assert!(
+            Hpa::from_spec(&PolicySpec::parse(bad).unwrap()).is_err(),
+            "{bad}"
+        );
+    }
+}

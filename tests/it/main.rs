@@ -5,6 +5,7 @@ mod baselines;
 mod calibration;
 mod cli;
 mod determinism;
+mod dlrover;
 mod elastic;
 mod faults;
 mod importers;

@@ -189,7 +189,7 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
 /// Renders `jobs.csv`: one row per job.
 pub fn jobs_csv(jobs: &[Job]) -> String {
     let mut out = String::from(
-        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding\n",
+        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim\n",
     );
     let opt_s = |t: Option<dlsim_engine::SimTime>| {
         t.map(|t| format!("{:.3}", t.as_secs_f64()))
@@ -208,7 +208,7 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
         let u = &j.usage;
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             j.spec.id,
             j.spec.user,
             j.spec.model,
@@ -240,6 +240,9 @@ pub fn jobs_csv(jobs: &[Job]) -> String {
                 crate::policy::Sharding::Static => "static",
                 crate::policy::Sharding::Dynamic => "dynamic",
             },
+            j.spec.batch_size,
+            j.spec.dense_mb,
+            j.spec.emb_dim,
         )
         .expect("writing to a String cannot fail");
     }

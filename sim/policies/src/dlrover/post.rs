@@ -1,0 +1,103 @@
+//! Stage 3: DLRover-RM's instability handling for one job, at most one action per tick:
+//! after an OOM kill the role's memory doubles; OOM prediction extrapolates the fullest
+//! PS's memory and raises it before the limit; a hot PS (CPU at >= 90% of its request and
+//! 1.5x the median PS) is migrated to a PS with twice the CPU (seamless migration).
+//! Stragglers need no action here: dynamic sharding already gives them fewer shards.
+
+use super::Tracked;
+use dlsim_model::job::Role;
+use dlsim_model::policy::{Action, JobConfig, JobPhase, JobView, PodEventKind, RescaleMethod};
+
+/// Stage 3 for one job: OOM follow-up, OOM prediction, hot PS. At most one action.
+pub(super) fn post_scale(
+    t: &mut Tracked,
+    job: &JobView<'_>,
+    interval_s: u64,
+    max_cpu: f64,
+    max_mem: u64,
+) -> Option<Action> {
+    if job.rescaling || !matches!(job.phase, JobPhase::Training | JobPhase::Starting) {
+        return None;
+    }
+    let id = job.request.id;
+    let ooms: Vec<Role> = job
+        .events
+        .iter()
+        .filter(|e| e.kind == PodEventKind::FailedOom)
+        .map(|e| e.role)
+        .collect();
+    if ooms.len() > t.oom_seen {
+        let role = ooms[ooms.len() - 1];
+        t.oom_seen = ooms.len();
+        let mut c = job.config;
+        match role {
+            Role::Ps => c.ps_mem_mb = (c.ps_mem_mb * 2).min(max_mem),
+            Role::Worker => c.worker_mem_mb = (c.worker_mem_mb * 2).min(max_mem),
+        }
+        return (c != job.config).then_some(Action::Rescale {
+            job: id,
+            config: c,
+            method: RescaleMethod::Migrate,
+        });
+    }
+    if job.phase != JobPhase::Training {
+        return None;
+    }
+    // OOM prediction: extrapolate the fullest PS's memory over the next intervals.
+    let h = job.history;
+    if h.len() >= 3 && job.config.ps > 0 {
+        let (a, b) = (&h[h.len() - 3], &h[h.len() - 1]);
+        let dt = (b.time - a.time).as_secs_f64();
+        if dt > 0.0 {
+            let slope = (b.ps_mem_used_mb_max - a.ps_mem_used_mb_max) / dt;
+            let horizon = 3.0 * interval_s as f64 + 300.0;
+            let limit = job.config.ps_mem_mb as f64;
+            if slope > 0.0 && b.ps_mem_used_mb_max + slope * horizon > 0.9 * limit {
+                let thr = b.steps_per_s.max(1e-9);
+                let left_s = job.request.steps.saturating_sub(job.steps_done) as f64 / thr;
+                let target = (b.ps_mem_used_mb_max + slope * left_s) * 1.15;
+                let mem = (target.max(limit * 1.25).ceil() as u64).min(max_mem);
+                if mem > job.config.ps_mem_mb {
+                    return Some(Action::Rescale {
+                        job: id,
+                        config: JobConfig {
+                            ps_mem_mb: mem,
+                            ..job.config
+                        },
+                        method: RescaleMethod::Migrate,
+                    });
+                }
+            }
+        }
+    }
+    // Hot PS: one PS busy at its limit while the others idle.
+    let ps: Vec<(usize, f64, f64)> = job
+        .pods
+        .iter()
+        .filter(|p| p.role == Role::Ps)
+        .filter_map(|p| p.last.map(|s| (p.id, s.cpu_used, p.request.cpu_cores())))
+        .collect();
+    if ps.len() >= 2 {
+        let mut loads: Vec<f64> = ps.iter().map(|&(_, u, r)| u / r).collect();
+        loads.sort_by(f64::total_cmp);
+        let median = loads[loads.len() / 2];
+        let &(pod, used, req) = ps
+            .iter()
+            .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
+            .expect("non-empty");
+        if used / req >= 0.9 && used / req >= 1.5 * median && req * 2.0 <= max_cpu {
+            let mem = job
+                .pods
+                .iter()
+                .find(|p| p.id == pod)
+                .map_or(job.config.ps_mem_mb, |p| p.request.mem_mb);
+            return Some(Action::ReplacePod {
+                job: id,
+                pod,
+                cpu: req * 2.0,
+                mem_mb: mem,
+            });
+        }
+    }
+    None
+}

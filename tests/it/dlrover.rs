@@ -1,0 +1,218 @@
+//! DLRover-RM (issue #5) end to end on one-job scenarios with exact observations: from a
+//! cold start it reaches the best static configuration's throughput quickly (the paper's
+//! cold-start experiment, Fig. 10), and a pre-loaded history gives a new job its warm
+//! start from the first submission.
+
+use crate::faults::{job, no_faults, scenario};
+use crate::support::scratch;
+use dlsim_engine::SimTime;
+use dlsim_model::faults::RecoveryConfig;
+use dlsim_model::perf::{self, PerfInputs};
+use dlsim_model::policy::{Action, ClusterView, JobConfig, JobView, Policy, Sharding};
+use dlsim_traces::{JobSpec, ModelKind};
+use std::sync::{Arc, Mutex};
+
+/// What a wrapped policy did and saw: its launches and the job's observed throughput.
+#[derive(Default)]
+struct Log {
+    launches: Vec<JobConfig>,
+    /// (time, steps/s, configuration) of each profile sample the policy was shown.
+    samples: Vec<(SimTime, f64, JobConfig)>,
+}
+
+/// Delegates every decision to `inner` and records it (a test probe, not a policy).
+struct Recorder {
+    inner: Box<dyn Policy>,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Policy for Recorder {
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+    fn sharding(&self) -> Sharding {
+        self.inner.sharding()
+    }
+    fn observes_pods(&self) -> bool {
+        self.inner.observes_pods()
+    }
+    fn tick_interval(&self) -> Option<SimTime> {
+        self.inner.tick_interval()
+    }
+    fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
+        let actions = self.inner.on_submit(job, view);
+        for a in &actions {
+            if let Action::Launch { config, .. } = a {
+                self.log.lock().unwrap().launches.push(*config);
+            }
+        }
+        actions
+    }
+    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        let mut log = self.log.lock().unwrap();
+        for j in &view.jobs {
+            for s in j.history {
+                if log.samples.last().is_none_or(|l| s.time > l.0) {
+                    log.samples.push((s.time, s.steps_per_s, j.config));
+                }
+            }
+        }
+        drop(log);
+        self.inner.on_tick(view)
+    }
+}
+
+fn record(spec: JobSpec, policy: &str) -> Log {
+    let mut s = scenario(spec, no_faults(), RecoveryConfig::default());
+    s.file.horizon_s = Some(1_800);
+    // The job master reports a profile every minute.
+    s.file.timeline_interval_s = 60;
+    let log = Arc::new(Mutex::new(Log::default()));
+    let recorder = Recorder {
+        inner: dlsim_policies::build(policy).unwrap(),
+        log: log.clone(),
+    };
+    dlsim_model::run(&s, Box::new(recorder));
+    Arc::try_unwrap(log).ok().unwrap().into_inner().unwrap()
+}
+
+/// The truth model's steps/s for `spec` run as `c`.
+fn steps_per_s(spec: &JobSpec, c: &JobConfig) -> f64 {
+    let x = PerfInputs {
+        workers: f64::from(c.workers),
+        ps: f64::from(c.ps),
+        worker_cores: c.worker_cpu,
+        ps_cores: c.ps_cpu,
+        batch: f64::from(spec.batch_size),
+        dense_mb: spec.dense_mb,
+        bandwidth_mb_s: 1_250.0,
+        emb_dim: f64::from(spec.emb_dim),
+    };
+    perf::throughput(&perf::default_params(spec.model), &x) / f64::from(spec.batch_size)
+}
+
+/// Memory and GPUs do not enter the throughput model.
+const ZERO: JobConfig = JobConfig {
+    workers: 0,
+    ps: 0,
+    worker_cpu: 0.0,
+    worker_mem_mb: 0,
+    worker_gpu: 0,
+    ps_cpu: 0.0,
+    ps_mem_mb: 0,
+};
+
+/// A user's poor first guess at a Wide&Deep job: 2 small workers and 1 small PS.
+fn cold_wide_deep() -> JobSpec {
+    JobSpec {
+        model: ModelKind::WideDeep,
+        worker_cpu: 4.0,
+        worker_mem_mb: 8_192,
+        ps_cpu: 4.0,
+        ps_mem_mb: 8_192,
+        steps: 50_000_000,
+        ..job(2, 1)
+    }
+}
+
+#[test]
+fn cold_start_reaches_the_best_static_throughput_within_15_minutes() {
+    let spec = cold_wide_deep();
+    // DLRover may grow a job to `quota` (4) times its requested cores: the best static
+    // configuration is searched over the same space (counts, per-pod CPU options) and
+    // within the same budget, by the truth model.
+    let budget = 4.0 * (2.0 * 4.0 + 4.0);
+    let cpus = [1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0];
+    let mut best = (0.0, None);
+    for workers in 1..=64u32 {
+        for ps in 1..=16u32 {
+            for &worker_cpu in &cpus {
+                for &ps_cpu in &cpus {
+                    let cores = f64::from(workers) * worker_cpu + f64::from(ps) * ps_cpu;
+                    if cores > budget {
+                        continue;
+                    }
+                    let c = JobConfig {
+                        workers,
+                        ps,
+                        worker_cpu,
+                        ps_cpu,
+                        ..ZERO
+                    };
+                    let r = steps_per_s(&spec, &c);
+                    if r > best.0 {
+                        best = (r, Some(c));
+                    }
+                }
+            }
+        }
+    }
+    let (best_rate, best_config) = best;
+    let start_rate = steps_per_s(
+        &spec,
+        &JobConfig {
+            workers: 2,
+            ps: 1,
+            worker_cpu: 4.0,
+            ps_cpu: 4.0,
+            ..ZERO
+        },
+    );
+    assert!(
+        start_rate < 0.5 * best_rate,
+        "the request must be a poor start"
+    );
+    let log = record(spec, "dlrover[warm_start=off,interval_s=180]");
+    let reached = log
+        .samples
+        .iter()
+        .find(|s| s.1 >= 0.9 * best_rate)
+        .unwrap_or_else(|| {
+            panic!(
+                "never within 10% of the best static {best_rate:.1} steps/s ({best_config:?}): {:?}",
+                log.samples.iter().map(|s| (s.0.as_secs_f64(), s.1, s.2.workers, s.2.ps, s.2.worker_cpu, s.2.ps_cpu)).collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        reached.0 <= SimTime::from_secs(15 * 60),
+        "within 10% of the best static {best_rate:.1} steps/s only at {:.0} s ({:?})",
+        reached.0.as_secs_f64(),
+        reached.2
+    );
+    eprintln!(
+        "best static {best_rate:.1} steps/s {best_config:?}; start {start_rate:.1}; reached {:.1} at {:.0} s with {:?}",
+        reached.1,
+        reached.0.as_secs_f64(),
+        reached.2
+    );
+}
+
+#[test]
+fn a_preloaded_history_warm_starts_the_first_job() {
+    let dir = scratch("dlrover-history");
+    let history = dir.join("jobs.csv");
+    std::fs::write(
+        &history,
+        "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim\n\
+         7,u,wide_deep,completed,12,3,8,8192,0,12,16384,50000000,512,40,16\n\
+         8,u,xdeepfm,completed,40,2,16,8192,0,4,16384,50000000,512,40,16\n",
+    )
+    .unwrap();
+    let spec = cold_wide_deep();
+    let warm = record(
+        spec.clone(),
+        &format!("dlrover[history={}]", history.display()),
+    );
+    // The only Wide&Deep entry is the top-1: its configuration, memory floored at the
+    // request's.
+    let c = warm.launches[0];
+    assert_eq!(
+        (c.workers, c.ps, c.worker_cpu, c.ps_cpu),
+        (12, 3, 8.0, 12.0)
+    );
+    assert_eq!(c.ps_mem_mb, 16_384);
+    // Without history the same job starts cold, from its request.
+    let cold = record(spec, "dlrover");
+    let r = cold.launches[0];
+    assert_eq!((r.workers, r.ps, r.worker_cpu, r.ps_cpu), (2, 1, 4.0, 4.0));
+}

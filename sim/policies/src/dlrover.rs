@@ -60,7 +60,7 @@ use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, Policy, RescaleMethod, Sharding,
+    Action, ClusterView, JobPhase, JobView, OomRelaunch, Policy, RescaleMethod, Sharding,
 };
 use plan::{fit_config, Plan};
 use std::collections::{BTreeMap, BTreeSet};
@@ -112,12 +112,7 @@ impl Dlrover {
             "quota",
             "history",
         ])?;
-        let bad = |key: &str, why: &str| SpecError::BadValue {
-            policy: spec.name.clone(),
-            key: key.into(),
-            value: spec.params.get(key).cloned().unwrap_or_default(),
-            why: why.into(),
-        };
+        let bad = |key: &str, why: &str| spec.bad_value(key, why);
         let interval_s = spec.f64_or("interval_s", 180.0)?;
         if interval_s.is_nan() || interval_s < 1.0 {
             return Err(bad("interval_s", "must be >= 1"));
@@ -126,17 +121,12 @@ impl Dlrover {
         if !(mu > 0.0 && mu < 1.0) {
             return Err(bad("mu", "must be in (0, 1)"));
         }
-        let exact = match spec.params.get("search").map(String::as_str) {
-            None | Some("nsga") => false,
-            Some("exact") => true,
+        let nsga = spec.bool_or("nsga", true)?;
+        let search = match spec.params.get("search").map(String::as_str) {
+            Some("exact") => Search::Exact,
+            None | Some("nsga") if nsga => Search::Nsga,
+            None | Some("nsga") => Search::Neighbours,
             Some(_) => return Err(bad("search", "expected nsga or exact")),
-        };
-        let search = if exact {
-            Search::Exact
-        } else if spec.bool_or("nsga", true)? {
-            Search::Nsga
-        } else {
-            Search::Neighbours
         };
         let db = match spec.params.get("history") {
             Some(path) => {
@@ -179,14 +169,17 @@ impl Dlrover {
         for job in &view.jobs {
             let t = self.jobs.entry(job.request.id).or_default();
             t.progress = job.steps_done as f64 / (job.request.steps.max(1)) as f64;
-            t.entry = Some(DbEntry {
-                model: job.request.model,
-                user: job.request.user.clone(),
-                samples: job.request.steps as f64 * f64::from(job.request.batch_size),
-                dense_mb: job.request.dense_mb,
-                emb_dim: job.request.emb_dim,
-                config: job.config,
-            });
+            // Built once; only the configuration changes while the job runs.
+            t.entry
+                .get_or_insert_with(|| DbEntry {
+                    model: job.request.model,
+                    user: job.request.user.clone(),
+                    samples: job.request.steps as f64 * f64::from(job.request.batch_size),
+                    dense_mb: job.request.dense_mb,
+                    emb_dim: job.request.emb_dim,
+                    config: job.config,
+                })
+                .config = job.config;
             for s in job.history {
                 if t.last_sample.is_some_and(|l| s.time <= l) {
                     continue;
@@ -366,11 +359,7 @@ impl Policy for Dlrover {
                 .iter()
                 .find(|j| j.request.id == id)
                 .expect("planned");
-            let worker_only = JobConfig {
-                workers: job.config.workers,
-                ..c
-            } == job.config;
-            actions.push(if worker_only {
+            actions.push(if plan::worker_only(&job.config, &c) {
                 Action::ScaleWorkers {
                     job: id,
                     workers: c.workers,

@@ -46,34 +46,34 @@ pub fn dominates(a: &Objectives, b: &Objectives) -> bool {
     a[0] <= b[0] && a[1] <= b[1] && (a[0] < b[0] || a[1] < b[1])
 }
 
-/// Fronts of non-dominated sorting, as indices into `pop`, each front in index order.
+/// Each individual's front number (0 = non-dominated), into `rank`; `order` is scratch.
 ///
 /// Bi-objective sweep: in (f0, f1) order, a point can only be dominated by points before
 /// it, and within a front f1 falls as f0 rises, so a front's last member has its lowest
 /// f1. A point joins the first front whose last member does not dominate it; the fronts'
 /// last f1 values rise with the front number, so that front is found by binary search.
-pub fn fronts<const N: usize>(pop: &[Scored<N>]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..pop.len()).collect();
+fn ranks<const N: usize>(pop: &[Scored<N>], rank: &mut Vec<usize>, order: &mut Vec<usize>) {
+    rank.clear();
+    rank.resize(pop.len(), 0);
+    order.clear();
+    order.extend(0..pop.len());
     order.sort_unstable_by(|&a, &b| {
         let (x, y) = (&pop[a].1, &pop[b].1);
         x[0].total_cmp(&y[0])
             .then(x[1].total_cmp(&y[1]))
             .then(a.cmp(&b))
     });
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        let f = &pop[i].1;
-        // First front whose last member does not dominate `f` (monotone in the front).
-        let k = out.partition_point(|front| dominates(&pop[front[front.len() - 1]].1, f));
-        match out.get_mut(k) {
-            Some(front) => front.push(i),
-            None => out.push(vec![i]),
+    // Each front's last member, the only one a later point can be compared with.
+    let mut last: Vec<Objectives> = Vec::new();
+    for &i in order.iter() {
+        let f = pop[i].1;
+        let k = last.partition_point(|l| dominates(l, &f));
+        rank[i] = k;
+        match last.get_mut(k) {
+            Some(l) => *l = f,
+            None => last.push(f),
         }
     }
-    for front in &mut out {
-        front.sort_unstable();
-    }
-    out
 }
 
 /// Runs NSGA-II from `seeds` (e.g. the current configuration) plus random genomes and
@@ -142,7 +142,12 @@ pub fn run<const N: usize>(
 
 /// The first front, sorted by genome.
 fn first_front<const N: usize>(pop: &[Scored<N>]) -> Vec<Scored<N>> {
-    let mut out: Vec<Scored<N>> = fronts(pop)[0].iter().map(|&i| pop[i]).collect();
+    let (mut rank, mut order) = (Vec::new(), Vec::new());
+    ranks(pop, &mut rank, &mut order);
+    let mut out: Vec<Scored<N>> = (0..pop.len())
+        .filter(|&i| rank[i] == 0)
+        .map(|i| pop[i])
+        .collect();
     out.sort_by_key(|a| a.0);
     out
 }
@@ -164,29 +169,9 @@ fn rank_and_crowding<const N: usize>(
     order: &mut Vec<usize>,
 ) {
     let n = pop.len();
-    rank.clear();
-    rank.resize(n, 0);
+    ranks(pop, rank, order);
     crowd.clear();
     crowd.resize(n, 0.0);
-    order.clear();
-    order.extend(0..n);
-    order.sort_unstable_by(|&a, &b| {
-        let (x, y) = (&pop[a].1, &pop[b].1);
-        x[0].total_cmp(&y[0])
-            .then(x[1].total_cmp(&y[1]))
-            .then(a.cmp(&b))
-    });
-    // The bi-objective sweep of `fronts`, keeping only each front's last member.
-    let mut last: Vec<Objectives> = Vec::new();
-    for &i in order.iter() {
-        let f = pop[i].1;
-        let k = last.partition_point(|l| dominates(l, &f));
-        rank[i] = k;
-        match last.get_mut(k) {
-            Some(l) => *l = f,
-            None => last.push(f),
-        }
-    }
     for m in 0..2 {
         order.sort_unstable_by(|&a, &b| {
             rank[a]
@@ -243,6 +228,17 @@ mod tests {
     fn eval(g: &[u32; 2]) -> Objectives {
         let (x, y) = (f64::from(g[0]), f64::from(g[1]));
         [x + y, 100.0 / (1.0 + x * y)]
+    }
+
+    /// Fronts of non-dominated sorting, as indices into `pop`, each front in index order.
+    fn fronts<const N: usize>(pop: &[Scored<N>]) -> Vec<Vec<usize>> {
+        let (mut rank, mut order) = (Vec::new(), Vec::new());
+        ranks(pop, &mut rank, &mut order);
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); rank.iter().max().map_or(0, |&r| r + 1)];
+        for (i, &r) in rank.iter().enumerate() {
+            out[r].push(i);
+        }
+        out
     }
 
     /// Deb's O(n^2) fast non-dominated sort, the reference for the bi-objective sweep.

@@ -44,6 +44,15 @@ pub fn resplit_ps_mem(per_ps: f64, from: u32, to: u32) -> f64 {
     PS_RUNTIME_MB + variable / f64::from(to.max(1))
 }
 
+/// Whether going from `from` to `to` changes only the worker count: workers join or leave
+/// seamlessly (dynamic sharding); anything else is a migration.
+pub fn worker_only(from: &JobConfig, to: &JobConfig) -> bool {
+    JobConfig {
+        workers: from.workers,
+        ..*to
+    } == *from
+}
+
 /// The share of an iteration each part (gradient, update, sync, embedding) takes, read
 /// from CPU utilisation as a job master sees it: a worker's busy share of its cores is the
 /// gradient's share, a PS's busy share of its cores the update's, and the rest is split
@@ -175,11 +184,7 @@ impl Plan<'_> {
     /// Eq. 8: throughput gain net of the scaling overhead over the remaining run.
     pub fn gain(&self, c: &JobConfig) -> f64 {
         let thr = self.throughput(c);
-        let worker_only = JobConfig {
-            workers: self.current.workers,
-            ..*c
-        } == self.current;
-        let overhead_s = if worker_only {
+        let overhead_s = if worker_only(&self.current, c) {
             0.0
         } else {
             MIGRATION_OVERHEAD_S

@@ -175,6 +175,28 @@ struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// Calls `row` with each non-blank data row's line number and comma-split cells (the
+    /// header was line 1), counting rows; a read error names the line.
+    fn each(
+        &mut self,
+        lines: &mut LineIter,
+        mut row: impl FnMut(&mut Self, usize, &[&str]) -> Result<(), InputError>,
+    ) -> Result<(), InputError> {
+        for (i, line) in lines.enumerate() {
+            let line_no = i + 2;
+            let line = line.map_err(|e| {
+                InputError::new(self.input, format!("read error: {e}")).at_line(line_no)
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            self.stats.rows += 1;
+            let cells: Vec<&str> = line.split(',').collect();
+            row(self, line_no, &cells)?;
+        }
+        Ok(())
+    }
+
     /// A bad row: an error, or counted and skipped with `--skip-bad`.
     fn bad(&mut self, line: usize, field: &str, msg: String) -> Result<(), InputError> {
         if self.skip_bad {
@@ -226,23 +248,14 @@ fn qps(
         out.rate.push(total);
         acc.clear();
     };
-    for (i, line) in lines.enumerate() {
-        let line_no = i + 2;
-        let line = line.map_err(|e| {
-            InputError::new(rows.input, format!("read error: {e}")).at_line(line_no)
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        rows.stats.rows += 1;
-        let cells: Vec<&str> = line.split(',').collect();
-        let Some(t) = field_f64(&cells, ti) else {
+    rows.each(lines, |rows, line_no, cells| {
+        let Some(t) = field_f64(cells, ti) else {
             rows.bad(line_no, "timestamp_anon", "not a number".into())?;
-            continue;
+            return Ok(());
         };
-        let Some(v) = field_f64(&cells, vi).filter(|v| *v >= 0.0) else {
+        let Some(v) = field_f64(cells, vi).filter(|v| *v >= 0.0) else {
             rows.bad(line_no, "value", "not a number >= 0".into())?;
-            continue;
+            return Ok(());
         };
         let start = *t0.get_or_insert(t);
         if t < start {
@@ -251,7 +264,7 @@ fn qps(
                 "timestamp_anon",
                 format!("{t} is before the first row's {start} (rows must be sorted)"),
             )?;
-            continue;
+            return Ok(());
         }
         let bucket = ((t - start) / BUCKET_S).floor() as i64;
         if bucket < cur_bucket {
@@ -260,7 +273,7 @@ fn qps(
                 "timestamp_anon",
                 "rows are not sorted by time".into(),
             )?;
-            continue;
+            return Ok(());
         }
         if bucket != cur_bucket {
             flush(&mut out, cur_bucket, &mut acc);
@@ -270,7 +283,8 @@ fn qps(
         let e = acc.entry(key).or_insert((0.0, 0));
         e.0 += v;
         e.1 += 1;
-    }
+        Ok(())
+    })?;
     flush(&mut out, cur_bucket, &mut acc);
     Ok(out)
 }
@@ -279,28 +293,20 @@ fn creations(lines: &mut LineIter, rows: &mut Rows, ci: usize) -> Result<RateSer
     let n = (86_400.0 / BUCKET_S) as usize;
     let mut counts = vec![0u64; n];
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for (i, line) in lines.enumerate() {
-        let line_no = i + 2;
-        let line = line.map_err(|e| {
-            InputError::new(rows.input, format!("read error: {e}")).at_line(line_no)
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        rows.stats.rows += 1;
-        let cells: Vec<&str> = line.split(',').collect();
+    rows.each(lines, |rows, line_no, cells| {
         if cells.get(ci).map(|c| c.trim().is_empty()).unwrap_or(true) {
             rows.stats.skipped += 1; // created outside the trace window
-            continue;
+            return Ok(());
         }
-        let Some(t) = field_f64(&cells, ci).filter(|t| *t >= 0.0) else {
+        let Some(t) = field_f64(cells, ci).filter(|t| *t >= 0.0) else {
             rows.bad(line_no, "creation_time", "not a number >= 0".into())?;
-            continue;
+            return Ok(());
         };
         lo = lo.min(t);
         hi = hi.max(t);
         counts[((t % 86_400.0) / BUCKET_S) as usize % n] += 1;
-    }
+        Ok(())
+    })?;
     // Whole days covered, rounded up.
     let days = if hi > lo {
         ((hi - lo) / 86_400.0).ceil().max(1.0)

@@ -47,7 +47,7 @@
 //! (stage 3); this file keeps the policy's state and the tick that ties them together.
 
 mod greedy;
-mod plan;
+pub mod plan;
 mod post;
 mod warm;
 

@@ -8,14 +8,16 @@
 //! and ties are broken by genome order.
 //!
 //! Speed: the problem is bi-objective, so the fronts come from one sort and a sweep
-//! (O(n log n), Jensen 2003) instead of Deb's O(n^2) pairwise comparison; genomes and
-//! objective vectors are arrays, so the loop allocates almost nothing. The fronts are the
-//! same sets, in the same order, as the pairwise algorithm's (a test checks this against a
-//! reference implementation), so the search takes the same path and chooses the same plans.
+//! (O(n log n), Jensen 2003) instead of Deb's O(n^2) pairwise comparison, and that one
+//! sort also yields both objectives' orders for the crowding distance. Sort keys are
+//! precomputed integers, evaluations are memoised in an Fx-hashed map, and all buffers are
+//! reused across generations. The fronts and distances are bit-identical to Deb's
+//! definitions (a test checks them against reference implementations), so the search
+//! takes the same path, draw for draw, and chooses the same plans.
 
 use dlsim_engine::SimRng;
 use rand::Rng;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Search settings.
 #[derive(Clone, Copy, Debug)]
@@ -46,32 +48,128 @@ pub fn dominates(a: &Objectives, b: &Objectives) -> bool {
     a[0] <= b[0] && a[1] <= b[1] && (a[0] < b[0] || a[1] < b[1])
 }
 
-/// Each individual's front number (0 = non-dominated), into `rank`; `order` is scratch.
+/// An `i64` that orders like the value, so sorts compare plain integer keys: `f64::total_cmp`
+/// with -0 read as 0, since `dominates` (and Deb's definitions) treat them as equal.
+fn total_key(x: f64) -> i64 {
+    let b = (x + 0.0).to_bits() as i64;
+    b ^ (((b >> 63) as u64) >> 1) as i64
+}
+
+/// Buffers for ranking and crowding, reused so a search allocates once.
+#[derive(Default)]
+struct Scratch {
+    /// Front number per individual.
+    rank: Vec<usize>,
+    /// Crowding distance per individual.
+    crowd: Vec<f64>,
+    /// Individuals in (f0, f1, index) order; after `rank_and_crowding`, grouped front by
+    /// front (each front still in that order), front `f` at `starts[f]..starts[f + 1]`.
+    order: Vec<usize>,
+    starts: Vec<usize>,
+    keys: Vec<(i64, i64, usize)>,
+    /// Each front's last member while sweeping.
+    last: Vec<Objectives>,
+    grouped: Vec<usize>,
+    next: Vec<usize>,
+    buf: Vec<usize>,
+}
+
+/// Each individual's front number (0 = non-dominated) into `s.rank`, and `s.order` in
+/// (f0, f1, index) order.
 ///
 /// Bi-objective sweep: in (f0, f1) order, a point can only be dominated by points before
 /// it, and within a front f1 falls as f0 rises, so a front's last member has its lowest
 /// f1. A point joins the first front whose last member does not dominate it; the fronts'
 /// last f1 values rise with the front number, so that front is found by binary search.
-fn ranks<const N: usize>(pop: &[Scored<N>], rank: &mut Vec<usize>, order: &mut Vec<usize>) {
-    rank.clear();
-    rank.resize(pop.len(), 0);
-    order.clear();
-    order.extend(0..pop.len());
-    order.sort_unstable_by(|&a, &b| {
-        let (x, y) = (&pop[a].1, &pop[b].1);
-        x[0].total_cmp(&y[0])
-            .then(x[1].total_cmp(&y[1]))
-            .then(a.cmp(&b))
-    });
-    // Each front's last member, the only one a later point can be compared with.
-    let mut last: Vec<Objectives> = Vec::new();
-    for &i in order.iter() {
+fn ranks<const N: usize>(pop: &[Scored<N>], s: &mut Scratch) {
+    s.keys.clear();
+    s.keys.extend(
+        pop.iter()
+            .enumerate()
+            .map(|(i, p)| (total_key(p.1[0]), total_key(p.1[1]), i)),
+    );
+    s.keys.sort_unstable();
+    s.order.clear();
+    s.order.extend(s.keys.iter().map(|k| k.2));
+    s.rank.clear();
+    s.rank.resize(pop.len(), 0);
+    s.last.clear();
+    for &i in &s.order {
         let f = pop[i].1;
-        let k = last.partition_point(|l| dominates(l, &f));
-        rank[i] = k;
-        match last.get_mut(k) {
+        let k = s.last.partition_point(|l| dominates(l, &f));
+        s.rank[i] = k;
+        match s.last.get_mut(k) {
             Some(l) => *l = f,
-            None => last.push(f),
+            None => s.last.push(f),
+        }
+    }
+}
+
+/// Each individual's front number and crowding distance, as Deb's algorithm defines them:
+/// within a front, per objective, the two ends get infinity and each interior member the
+/// gap between its neighbours over the front's range, ties ordered by index.
+///
+/// One sort serves both objectives: a stable split of the (f0, f1, index) order by front
+/// lists each front by f0, and within a front f1 falls as f0 rises, so the reversed list
+/// is (nearly) in f1 order. An adaptive sort on (value, index), linear on sorted input,
+/// finishes each order, so ties keep index order exactly as in Deb's definition.
+fn rank_and_crowding<const N: usize>(pop: &[Scored<N>], s: &mut Scratch) {
+    let n = pop.len();
+    ranks(pop, s);
+    let fronts = s.rank.iter().max().map_or(0, |&r| r + 1);
+    s.starts.clear();
+    s.starts.resize(fronts + 1, 0);
+    for &r in &s.rank {
+        s.starts[r + 1] += 1;
+    }
+    for f in 0..fronts {
+        s.starts[f + 1] += s.starts[f];
+    }
+    // Counting sort by front, keeping the (f0, f1, index) order within each.
+    s.grouped.clear();
+    s.grouped.resize(n, 0);
+    s.next.clear();
+    s.next.extend_from_slice(&s.starts[..fronts]);
+    for &i in &s.order {
+        let r = s.rank[i];
+        s.grouped[s.next[r]] = i;
+        s.next[r] += 1;
+    }
+    std::mem::swap(&mut s.order, &mut s.grouped);
+    s.crowd.clear();
+    s.crowd.resize(n, 0.0);
+    for f in 0..fronts {
+        let front = &s.order[s.starts[f]..s.starts[f + 1]];
+        for m in 0..2 {
+            s.buf.clear();
+            if m == 0 {
+                s.buf.extend(front.iter().copied());
+            } else {
+                // Reversed, then each run of equal f1 (equal points) back in index order.
+                s.buf.extend(front.iter().rev().copied());
+                let mut a = 0;
+                while a < s.buf.len() {
+                    let v = pop[s.buf[a]].1[1];
+                    let b = a + s.buf[a..].iter().take_while(|&&i| pop[i].1[1] == v).count();
+                    s.buf[a..b].reverse();
+                    a = b.max(a + 1);
+                }
+            }
+            let key = |&i: &usize| (total_key(pop[i].1[m]), i);
+            if !s.buf.is_sorted_by_key(key) {
+                // Only reachable with NaN objectives; Deb's order is still the result.
+                s.buf.sort_by_key(key);
+            }
+            let b = &s.buf;
+            let (lo, hi) = (pop[b[0]].1[m], pop[b[b.len() - 1]].1[m]);
+            s.crowd[b[0]] = f64::INFINITY;
+            s.crowd[b[b.len() - 1]] = f64::INFINITY;
+            if hi > lo && b.len() > 2 {
+                for k in 1..b.len() - 1 {
+                    let gap = pop[b[k + 1]].1[m] - pop[b[k - 1]].1[m];
+                    s.crowd[b[k]] += gap / (hi - lo);
+                }
+            }
         }
     }
 }
@@ -87,18 +185,23 @@ pub fn run<const N: usize>(
 ) -> Vec<Scored<N>> {
     // Evaluations are memoised: the model is cheap, but genomes repeat a lot. Only looked
     // up, never iterated, so the map's order cannot leak into the result.
-    let mut cache: HashMap<[u32; N], Objectives> = HashMap::new();
-    let mut score = |g: [u32; N]| -> Scored<N> { (g, *cache.entry(g).or_insert_with(|| eval(&g))) };
     let n = settings.population.max(4);
-    let mut pop: Vec<Scored<N>> = seeds.iter().take(n).map(|&g| score(g)).collect();
+    let mut cache: FxHashMap<[u32; N], Objectives> =
+        FxHashMap::with_capacity_and_hasher(n * (settings.generations + 1), Default::default());
+    let mut score = |g: [u32; N]| -> Scored<N> { (g, *cache.entry(g).or_insert_with(|| eval(&g))) };
+    let mut pop: Vec<Scored<N>> = Vec::with_capacity(2 * n);
+    pop.extend(seeds.iter().take(n).map(|&g| score(g)));
     while pop.len() < n {
         let g: [u32; N] = std::array::from_fn(|i| rng.gen_range(0..upper[i].max(1)));
         pop.push(score(g));
     }
-    pop.reserve(n);
-    let (mut rank, mut crowd, mut order) = (Vec::new(), Vec::new(), Vec::new());
+    let mut s = Scratch::default();
+    let mut survivors: Vec<Scored<N>> = Vec::with_capacity(2 * n);
+    // Selection keys: front, then descending crowding, then index, packed in one integer.
+    let mut keys: Vec<u128> = Vec::with_capacity(2 * n);
     for _ in 0..settings.generations {
-        rank_and_crowding(&pop, &mut rank, &mut crowd, &mut order);
+        rank_and_crowding(&pop, &mut s);
+        let (rank, crowd) = (&s.rank, &s.crowd);
         let pick = |rng: &mut SimRng| {
             let (a, b) = (rng.gen_range(0..pop.len()), rng.gen_range(0..pop.len()));
             let better = (rank[a], std::cmp::Reverse(ordered(crowd[a])))
@@ -109,8 +212,8 @@ pub fn run<const N: usize>(
                 b
             }
         };
-        let mut children = Vec::with_capacity(n);
-        while children.len() < n {
+        // Children go to `survivors` (free until selection) while `pick` reads `pop`.
+        for _ in 0..n {
             let (pa, pb) = (pick(rng), pick(rng));
             let (x, y) = (pop[pa].0, pop[pb].0);
             let mut child: [u32; N] =
@@ -121,81 +224,49 @@ pub fn run<const N: usize>(
                     *gene = (i64::from(*gene) + step).clamp(0, i64::from(u) - 1) as u32;
                 }
             }
-            children.push(score(child));
+            survivors.push(score(child));
         }
-        pop.extend(children);
-        pop.sort_unstable_by_key(|a| a.0);
+        pop.append(&mut survivors);
+        if N <= 4 {
+            pop.sort_unstable_by_key(|a| packed(&a.0));
+        } else {
+            pop.sort_unstable_by_key(|a| a.0);
+        }
         pop.dedup_by(|a, b| a.0 == b.0);
-        rank_and_crowding(&pop, &mut rank, &mut crowd, &mut order);
-        order.clear();
-        order.extend(0..pop.len());
-        order.sort_unstable_by(|&a, &b| {
-            rank[a]
-                .cmp(&rank[b])
-                .then(crowd[b].total_cmp(&crowd[a]))
-                .then(a.cmp(&b))
-        });
-        pop = order.iter().take(n).map(|&i| pop[i]).collect();
+        // Environmental selection: by front, then by descending crowding, then index.
+        rank_and_crowding(&pop, &mut s);
+        keys.clear();
+        keys.extend((0..pop.len()).map(|i| {
+            (s.rank[i] as u128) << 96 | u128::from(!ordered(s.crowd[i])) << 32 | i as u128
+        }));
+        keys.sort_unstable();
+        survivors.extend(keys.iter().take(n).map(|&k| pop[k as u32 as usize]));
+        std::mem::swap(&mut pop, &mut survivors);
+        survivors.clear();
     }
     first_front(&pop)
 }
 
 /// The first front, sorted by genome.
 fn first_front<const N: usize>(pop: &[Scored<N>]) -> Vec<Scored<N>> {
-    let (mut rank, mut order) = (Vec::new(), Vec::new());
-    ranks(pop, &mut rank, &mut order);
+    let mut s = Scratch::default();
+    ranks(pop, &mut s);
     let mut out: Vec<Scored<N>> = (0..pop.len())
-        .filter(|&i| rank[i] == 0)
+        .filter(|&i| s.rank[i] == 0)
         .map(|i| pop[i])
         .collect();
     out.sort_by_key(|a| a.0);
     out
 }
 
+/// Up to four genes in one integer that orders like the genome.
+fn packed<const N: usize>(g: &[u32; N]) -> u128 {
+    g.iter().fold(0u128, |acc, &x| acc << 32 | u128::from(x))
+}
+
 fn ordered(x: f64) -> u64 {
     // Crowding distances are >= 0 (or infinite); their bit patterns order like the values.
     x.to_bits()
-}
-
-/// Each individual's front number and crowding distance, as Deb's algorithm defines them:
-/// within a front, per objective, the two ends get infinity and each interior member the
-/// gap between its neighbours over the front's range, ties ordered by index. One sort per
-/// objective by (front, value, index) lays every front out in that order, so no front is
-/// materialised.
-fn rank_and_crowding<const N: usize>(
-    pop: &[Scored<N>],
-    rank: &mut Vec<usize>,
-    crowd: &mut Vec<f64>,
-    order: &mut Vec<usize>,
-) {
-    let n = pop.len();
-    ranks(pop, rank, order);
-    crowd.clear();
-    crowd.resize(n, 0.0);
-    for m in 0..2 {
-        order.sort_unstable_by(|&a, &b| {
-            rank[a]
-                .cmp(&rank[b])
-                .then(pop[a].1[m].total_cmp(&pop[b].1[m]))
-                .then(a.cmp(&b))
-        });
-        let mut start = 0;
-        while start < n {
-            let r = rank[order[start]];
-            let end = start + order[start..].iter().take_while(|&&i| rank[i] == r).count();
-            let front = &order[start..end];
-            let (lo, hi) = (pop[front[0]].1[m], pop[front[front.len() - 1]].1[m]);
-            crowd[front[0]] = f64::INFINITY;
-            crowd[front[front.len() - 1]] = f64::INFINITY;
-            if hi > lo && front.len() > 2 {
-                for k in 1..front.len() - 1 {
-                    let gap = pop[front[k + 1]].1[m] - pop[front[k - 1]].1[m];
-                    crowd[front[k]] += gap / (hi - lo);
-                }
-            }
-            start = end;
-        }
-    }
 }
 
 /// The exact Pareto front by enumerating every genome (small spaces only).
@@ -232,10 +303,10 @@ mod tests {
 
     /// Fronts of non-dominated sorting, as indices into `pop`, each front in index order.
     fn fronts<const N: usize>(pop: &[Scored<N>]) -> Vec<Vec<usize>> {
-        let (mut rank, mut order) = (Vec::new(), Vec::new());
-        ranks(pop, &mut rank, &mut order);
-        let mut out: Vec<Vec<usize>> = vec![Vec::new(); rank.iter().max().map_or(0, |&r| r + 1)];
-        for (i, &r) in rank.iter().enumerate() {
+        let mut s = Scratch::default();
+        ranks(pop, &mut s);
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); s.rank.iter().max().map_or(0, |&r| r + 1)];
+        for (i, &r) in s.rank.iter().enumerate() {
             out[r].push(i);
         }
         out
@@ -282,8 +353,8 @@ mod tests {
         for m in 0..2 {
             let mut order: Vec<usize> = (0..front.len()).collect();
             order.sort_unstable_by(|&a, &b| {
-                pop[front[a]].1[m]
-                    .total_cmp(&pop[front[b]].1[m])
+                (pop[front[a]].1[m] + 0.0)
+                    .total_cmp(&(pop[front[b]].1[m] + 0.0))
                     .then(a.cmp(&b))
             });
             let lo = pop[front[order[0]]].1[m];
@@ -307,19 +378,24 @@ mod tests {
             let n = rng.gen_range(1..60);
             // Small integer objectives make ties and exact duplicates common.
             let span = if case % 2 == 0 { 6 } else { 1000 };
+            // Centred on zero, with signed zeros: `dominates` treats -0 and 0 as equal
+            // while the sorts order them, which must not change any front or distance.
+            let value = |rng: &mut SimRng| {
+                let v = f64::from(rng.gen_range(0..span) - span / 2);
+                if v == 0.0 && rng.gen_bool(0.5) {
+                    -0.0
+                } else {
+                    v
+                }
+            };
             let pop: Vec<Scored<2>> = (0..n)
-                .map(|i| {
-                    let f = [
-                        f64::from(rng.gen_range(0..span)),
-                        f64::from(rng.gen_range(0..span)),
-                    ];
-                    ([i as u32, 0], f)
-                })
+                .map(|i| ([i as u32, 0], [value(&mut rng), value(&mut rng)]))
                 .collect();
             let reference = fronts_pairwise(&pop);
             assert_eq!(fronts(&pop), reference, "case {case}: {pop:?}");
-            let (mut rank, mut crowd, mut order) = (Vec::new(), Vec::new(), Vec::new());
-            rank_and_crowding(&pop, &mut rank, &mut crowd, &mut order);
+            let mut s = Scratch::default();
+            rank_and_crowding(&pop, &mut s);
+            let (rank, crowd) = (&s.rank, &s.crowd);
             for (r, front) in reference.iter().enumerate() {
                 let dist = crowding_reference(&pop, front);
                 for (k, &i) in front.iter().enumerate() {

@@ -11,6 +11,7 @@ use crate::nsga2;
 use dlsim_engine::SimRng;
 use dlsim_fit::{Config, ThroughputParams};
 use dlsim_model::policy::{JobConfig, JobView};
+use dlsim_model::Resources;
 
 pub const CPU_OPTIONS: [f64; 9] = [1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0];
 const MAX_WORKERS: u32 = 64;
@@ -126,24 +127,29 @@ impl Plan<'_> {
         ]
     }
 
-    pub fn config(&self, g: &[u32; 4]) -> JobConfig {
-        let gpu = self.current.worker_gpu > 0;
-        let ps = g[1] + 1;
-        // The embedding is sharded: PS memory follows the share each PS holds, with
-        // headroom over what the fullest PS uses now.
+    /// Per-PS memory at `ps` PS. The embedding is sharded: PS memory follows the share
+    /// each PS holds, with headroom over what the fullest PS uses now.
+    fn ps_mem(&self, ps: u32) -> u64 {
         let now = (self.ps_mem_used * 1.3).max(self.current.ps_mem_mb as f64);
-        let ps_mem =
-            (resplit_ps_mem(now, self.current.ps, ps).ceil() as u64).clamp(1_024, self.max_mem);
+        (resplit_ps_mem(now, self.current.ps, ps).ceil() as u64).clamp(1_024, self.max_mem)
+    }
+
+    pub fn config(&self, g: &[u32; 4]) -> JobConfig {
+        self.config_with(g, self.ps_mem(g[1] + 1))
+    }
+
+    fn config_with(&self, g: &[u32; 4], ps_mem_mb: u64) -> JobConfig {
+        let gpu = self.current.worker_gpu > 0;
         JobConfig {
             workers: g[0] + 1,
-            ps,
+            ps: g[1] + 1,
             worker_cpu: if gpu {
                 self.current.worker_cpu
             } else {
                 CPU_OPTIONS[g[2] as usize]
             },
             ps_cpu: CPU_OPTIONS[g[3] as usize],
-            ps_mem_mb: ps_mem,
+            ps_mem_mb,
             ..self.current
         }
     }
@@ -197,6 +203,45 @@ impl Plan<'_> {
         let c = self.config(g);
         [self.cost(&c), -self.gain(&c)]
     }
+
+    /// What every genome of this plan shares, computed once per search.
+    fn table(&self) -> Table {
+        let milli = |cores: f64| Resources::new(cores, 0, 0).cpu_milli;
+        let gpu = self.current.worker_gpu > 0;
+        let now = self.current.total();
+        Table {
+            ps_mem: std::array::from_fn(|i| self.ps_mem(i as u32 + 1)),
+            worker_milli: CPU_OPTIONS.map(|c| milli(if gpu { self.current.worker_cpu } else { c })),
+            ps_milli: CPU_OPTIONS.map(milli),
+            now_cores: now.cpu_cores(),
+            now_mem: now.mem_mb as f64,
+        }
+    }
+
+    /// [`Plan::objectives`] from the plan's table: the same integers and the same floating
+    /// operations as `cost` and `gain` on `config`, so the same bits, without re-deriving
+    /// the PS memory split and per-pod requests for every genome.
+    fn objectives_with(&self, t: &Table, g: &[u32; 4]) -> nsga2::Objectives {
+        let ps_mem = t.ps_mem[g[1] as usize];
+        let c = self.config_with(g, ps_mem);
+        let (w, p) = (u64::from(c.workers), u64::from(c.ps));
+        let cpu_milli = t.worker_milli[g[2] as usize] * w + t.ps_milli[g[3] as usize] * p;
+        let mem_mb = c.worker_mem_mb * w + ps_mem * p;
+        let cost = (cpu_milli as f64 / 1000.0 - t.now_cores)
+            + (mem_mb as f64 - t.now_mem) / MB_PER_CORE_PRICE;
+        [cost, -self.gain(&c)]
+    }
+}
+
+/// Per-plan constants for [`Plan::objectives_with`].
+struct Table {
+    /// Per-PS memory by PS count - 1.
+    ps_mem: [u64; MAX_PS as usize],
+    /// Per-pod CPU requests in millicores by CPU option.
+    worker_milli: [u64; CPU_OPTIONS.len()],
+    ps_milli: [u64; CPU_OPTIONS.len()],
+    now_cores: f64,
+    now_mem: f64,
 }
 
 /// How a job's candidate plans are searched.
@@ -214,7 +259,8 @@ pub enum Search {
 pub fn candidates(plan: &Plan<'_>, search: Search, rng: &mut SimRng) -> Vec<nsga2::Scored<4>> {
     let upper = plan.upper();
     let start = plan.genes_of(&plan.current);
-    let mut eval = |g: &[u32; 4]| plan.objectives(g);
+    let table = plan.table();
+    let mut eval = |g: &[u32; 4]| plan.objectives_with(&table, g);
     match search {
         Search::Exact => return nsga2::exhaustive(&upper, &mut eval),
         Search::Nsga => {
@@ -252,6 +298,76 @@ mod tests {
             model_mb: 40.0,
             bandwidth_mb_s: BANDWIDTH_MB_S,
             emb_dim: 16,
+        }
+    }
+
+    #[test]
+    fn tabled_objectives_equal_the_definition_bit_for_bit() {
+        use dlsim_engine::SimTime;
+        use dlsim_model::policy::{JobPhase, JobRequest, Sharding};
+        for gpu in [0, 1] {
+            let request = JobRequest {
+                id: 1,
+                user: "u".into(),
+                model: dlsim_traces::ModelKind::WideDeep,
+                batch_size: 512,
+                steps: 100_000,
+                dense_mb: 40.0,
+                emb_dim: 16,
+                priority: 0,
+                submit: SimTime::ZERO,
+                requested: JobConfig {
+                    workers: 6,
+                    ps: 3,
+                    worker_cpu: 3.5,
+                    worker_mem_mb: 6_000,
+                    worker_gpu: gpu,
+                    ps_cpu: 6.0,
+                    ps_mem_mb: 9_000,
+                },
+            };
+            let job = JobView {
+                request: &request,
+                phase: JobPhase::Training,
+                config: request.requested,
+                running_workers: 6,
+                running_ps: 3,
+                pending_pods: 0,
+                steps_done: 1_000,
+                history: &[],
+                oom_kills: 0,
+                sharding: Sharding::Dynamic,
+                pods: Vec::new(),
+                events: &[],
+                rescaling: false,
+                restarts: [0, 0],
+            };
+            let obs = [(cfg(6, 3, 3.5, 6.0), 9_000.0)];
+            let plan = Plan {
+                job: &job,
+                model: fit_model(&obs, [0.4, 0.2, 0.2, 0.2]).unwrap(),
+                current: job.config,
+                thr_now: 9_000.0,
+                remaining: 5e7,
+                max_cpu: 24.0,
+                max_mem: 64 * 1_024,
+                ps_mem_used: 8_000.0,
+            };
+            let (table, u) = (plan.table(), plan.upper());
+            let mut n = 0;
+            for w in 0..u[0] {
+                for p in 0..u[1] {
+                    for cw in 0..u[2] {
+                        for cp in 0..u[3] {
+                            let g = [w, p, cw, cp];
+                            let (a, b) = (plan.objectives(&g), plan.objectives_with(&table, &g));
+                            assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "{g:?}");
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            assert!(n >= 64 * 16 * 7, "{n} genomes");
         }
     }
 

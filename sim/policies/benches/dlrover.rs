@@ -1,0 +1,111 @@
+//! Cost of one DLRover-RM job-level decision (stage 2): the online fit of the throughput
+//! model to the job's profiles, then the candidate search (NSGA-II as the paper runs it,
+//! the one-step neighbours of `nsga=off`, and the exhaustive front it is checked against).
+//! The job is a Wide&Deep job on 8 workers x 4 cores and 2 PS x 8 cores with 64 profile
+//! samples, as in the quickstart replay. Run: `cargo bench -p dlsim-policies`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use dlsim_engine::{RngStreams, SimTime};
+use dlsim_fit::ThroughputParams;
+use dlsim_model::policy::{JobConfig, JobPhase, JobRequest, JobView, Sharding};
+use dlsim_policies::dlrover::plan::{self, Plan, Search};
+use dlsim_traces::ModelKind;
+use rand::Rng;
+
+fn request() -> JobRequest {
+    JobRequest {
+        id: 1,
+        user: "u1".into(),
+        model: ModelKind::WideDeep,
+        batch_size: 512,
+        steps: 200_000,
+        dense_mb: 40.0,
+        emb_dim: 16,
+        priority: 0,
+        submit: SimTime::ZERO,
+        requested: JobConfig {
+            workers: 8,
+            ps: 2,
+            worker_cpu: 4.0,
+            worker_mem_mb: 8_192,
+            worker_gpu: 0,
+            ps_cpu: 8.0,
+            ps_mem_mb: 16_384,
+        },
+    }
+}
+
+/// The hidden truth the profiles are drawn from (3% noise), at the sizes the job visits.
+fn observations(job: &JobView<'_>) -> Vec<(dlsim_fit::Config, f64)> {
+    let truth = ThroughputParams {
+        a_grad: 1.5e-3,
+        b_grad: 0.004,
+        a_upd: 0.1,
+        b_upd: 0.003,
+        a_sync: 0.2,
+        b_sync: 0.003,
+        a_emb: 1.2e-5,
+        b_emb: 0.003,
+    };
+    let mut rng = RngStreams::new(1).stream("bench-profiles");
+    (0..64)
+        .map(|k| {
+            let c = plan::fit_config(job, 4 + (k % 3) as u32 * 2, 1 + (k % 2) as u32);
+            let noise = 1.0 + 0.03 * (rng.gen::<f64>() * 2.0 - 1.0);
+            (c, truth.throughput(&c) * noise)
+        })
+        .collect()
+}
+
+fn decision(c: &mut Criterion) {
+    let request = request();
+    let job = JobView {
+        request: &request,
+        phase: JobPhase::Training,
+        config: request.requested,
+        running_workers: 8,
+        running_ps: 2,
+        pending_pods: 0,
+        steps_done: 50_000,
+        history: &[],
+        oom_kills: 0,
+        sharding: Sharding::Dynamic,
+        pods: Vec::new(),
+        events: &[],
+        rescaling: false,
+        restarts: [0, 0],
+    };
+    let obs = observations(&job);
+    let split = plan::split_from_utilisation(0.6, 0.3);
+    let model = plan::fit_model(&obs, split).expect("fits");
+    let make = |model| Plan {
+        job: &job,
+        model,
+        current: job.config,
+        thr_now: obs[obs.len() - 1].1,
+        remaining: 150_000.0 * 512.0,
+        max_cpu: 64.0,
+        max_mem: 256 * 1_024,
+        ps_mem_used: 12_000.0,
+    };
+    let mut group = c.benchmark_group("dlrover_decision");
+    group.bench_function("fit", |b| b.iter(|| plan::fit_model(&obs, split)));
+    for (name, search) in [
+        ("nsga", Search::Nsga),
+        ("neighbours", Search::Neighbours),
+        ("exact", Search::Exact),
+    ] {
+        let p = make(model);
+        let mut rng = RngStreams::new(7).stream("dlrover-nsga");
+        if search == Search::Exact {
+            group.sample_size(10);
+        }
+        group.bench_function(name, |b| {
+            b.iter(|| plan::candidates(&p, search, &mut rng).len())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, decision);
+criterion_main!(benches);

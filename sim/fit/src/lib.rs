@@ -12,6 +12,8 @@
 pub mod metrics;
 mod nnls;
 mod optimus;
+#[cfg(test)]
+mod reference;
 mod rmsle;
 mod throughput;
 

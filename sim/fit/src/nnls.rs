@@ -4,6 +4,15 @@
 //! throughput model's features differ by many orders of magnitude (`m / lambda` is ~100, the
 //! sync feature ~1e-4); the non-negativity constraint is unchanged by a positive scale.
 //! The unconstrained sub-problems use Householder QR, which is stable without forming `AᵀA`.
+//!
+//! Speed structure (the callers fit thousands of small problems): the matrix is stored
+//! column-major in one buffer that the solver ([`Solver`]) reuses for every sub-problem, so
+//! an iteration allocates nothing; and the left-to-right sums that dominate the cost (column
+//! norms, Householder dot products, the dual `Aᵀr`) are computed several columns at a time
+//! in one pass, so their independent dependency chains overlap. Every sum still adds the
+//! same terms in the same order as the textbook loop (no reassociation, no fused
+//! multiply-add), so results are bit-identical to it; `crate::reference` keeps that
+//! textbook version and its tests check the equality on randomized problems.
 
 use crate::FitError;
 
@@ -21,19 +30,28 @@ pub struct Nnls {
 /// Solves `min ||A x - b||` subject to `x >= 0`; `a` is row-major (`a[i]` is row `i`).
 pub fn nnls(a: &[Vec<f64>], b: &[f64]) -> Result<Nnls, FitError> {
     let n = check_shape(a, b)?;
-    let scale: Vec<f64> = (0..n)
-        .map(|j| a.iter().map(|r| r[j] * r[j]).sum::<f64>().sqrt())
-        .map(|s| if s > 0.0 { s } else { 1.0 })
-        .collect();
-    let scaled: Vec<Vec<f64>> = a
-        .iter()
-        .map(|r| r.iter().zip(&scale).map(|(v, s)| v / s).collect())
-        .collect();
-    let (mut x, iterations) = lawson_hanson(&scaled, b, n);
-    for (xj, s) in x.iter_mut().zip(&scale) {
-        *xj /= s;
+    let rows = a.len();
+    let mut solver = Solver::new(rows, n);
+    {
+        let (m, rhs) = solver.problem_mut();
+        for (i, row) in a.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                m[j * rows + i] = v;
+            }
+        }
+        rhs.copy_from_slice(b);
     }
-    let residual_norm = residual(a, b, &x).iter().map(|r| r * r).sum::<f64>().sqrt();
+    let iterations = solver.solve();
+    let x = solver.x().to_vec();
+    let residual_norm = a
+        .iter()
+        .zip(b)
+        .map(|(r, bi)| {
+            let ri = bi - r.iter().zip(&x).map(|(v, xj)| v * xj).sum::<f64>();
+            ri * ri
+        })
+        .sum::<f64>()
+        .sqrt();
     Ok(Nnls {
         x,
         residual_norm,
@@ -74,118 +92,376 @@ fn check_shape(a: &[Vec<f64>], b: &[f64]) -> Result<usize, FitError> {
     Ok(n)
 }
 
-fn residual(a: &[Vec<f64>], b: &[f64], x: &[f64]) -> Vec<f64> {
-    a.iter()
-        .zip(b)
-        .map(|(r, bi)| bi - r.iter().zip(x).map(|(v, xj)| v * xj).sum::<f64>())
-        .collect()
+/// The value `Iterator::sum` starts its left-to-right fold from (`-0.0` in current Rust,
+/// `0.0` in older releases); every hand-written sum here starts from it so that its bits
+/// match `.sum::<f64>()`, including the sign of an all-zero sum.
+#[inline(always)]
+fn sum_start() -> f64 {
+    std::iter::empty::<f64>().sum()
 }
 
-/// Gradient of `-½||Ax-b||²`: `Aᵀ(b - A x)`.
-fn dual(a: &[Vec<f64>], b: &[f64], x: &[f64], n: usize) -> Vec<f64> {
-    let r = residual(a, b, x);
-    (0..n)
-        .map(|j| a.iter().zip(&r).map(|(row, ri)| row[j] * ri).sum())
-        .collect()
+/// `out[c] = Σ_i term(u[i], col(c)[i])` for `c < K`, each summed left to right from
+/// [`sum_start`] (exactly `.map(..).sum()`), in one pass so that the `K` chains overlap.
+#[inline(always)]
+fn fold_cols<'a, const K: usize>(
+    u: &[f64],
+    len: usize,
+    col: impl Fn(usize) -> &'a [f64],
+    term: impl Fn(f64, f64) -> f64,
+    out: &mut [f64],
+) {
+    let u = &u[..len];
+    let cols: [&[f64]; K] = std::array::from_fn(|c| &col(c)[..len]);
+    let mut acc = [sum_start(); K];
+    for (i, &ui) in u.iter().enumerate() {
+        for c in 0..K {
+            acc[c] += term(ui, cols[c][i]);
+        }
+    }
+    out[..K].copy_from_slice(&acc);
 }
 
-fn lawson_hanson(a: &[Vec<f64>], b: &[f64], n: usize) -> (Vec<f64>, usize) {
-    let tol = 1e-10 * (1.0 + b.iter().map(|v| v.abs()).fold(0.0, f64::max));
-    let mut x = vec![0.0; n];
-    let mut passive = vec![false; n];
-    let mut iterations = 0;
-    while iterations < 3 * n + 3 {
-        let w = dual(a, b, &x, n);
-        let best = (0..n)
-            .filter(|&j| !passive[j])
-            .max_by(|&i, &j| w[i].total_cmp(&w[j]));
-        let Some(t) = best.filter(|&t| w[t] > tol) else {
-            break;
-        };
-        passive[t] = true;
-        iterations += 1;
-        // Inner loop: keep the unconstrained passive-set solution feasible.
-        for _ in 0..=n {
-            let s = solve_passive(a, b, &passive);
-            if (0..n).filter(|&j| passive[j]).all(|j| s[j] > 0.0) {
-                x = s;
-                break;
+/// [`fold_cols`] for any number of columns, up to eight chains per pass.
+#[inline(always)]
+fn fold_many<'a>(
+    count: usize,
+    u: &[f64],
+    len: usize,
+    col: impl Fn(usize) -> &'a [f64],
+    term: impl Fn(f64, f64) -> f64 + Copy,
+    out: &mut [f64],
+) {
+    let mut done = 0;
+    while count - done >= 8 {
+        fold_cols::<8>(u, len, |c| col(done + c), term, &mut out[done..]);
+        done += 8;
+    }
+    let rest = &mut out[done..];
+    let col = |c| col(done + c);
+    match count - done {
+        0 => {}
+        1 => fold_cols::<1>(u, len, col, term, rest),
+        2 => fold_cols::<2>(u, len, col, term, rest),
+        3 => fold_cols::<3>(u, len, col, term, rest),
+        4 => fold_cols::<4>(u, len, col, term, rest),
+        5 => fold_cols::<5>(u, len, col, term, rest),
+        6 => fold_cols::<6>(u, len, col, term, rest),
+        _ => fold_cols::<7>(u, len, col, term, rest),
+    }
+}
+
+/// A reusable Lawson–Hanson solver for `rows x n` problems: fill [`Solver::problem_mut`],
+/// call [`Solver::solve`], read [`Solver::x`]; repeat with new values without allocating.
+pub(crate) struct Solver {
+    rows: usize,
+    n: usize,
+    /// `A`, column-major (`a[j * rows + i]`); scaled in place by [`Solver::solve`].
+    a: Vec<f64>,
+    b: Vec<f64>,
+    scale: Vec<f64>,
+    /// `Σ_i a_ij²` of each scaled column: the first Householder norm of any passive set.
+    sumsq: Vec<f64>,
+    x: Vec<f64>,
+    s: Vec<f64>,
+    w: Vec<f64>,
+    r: Vec<f64>,
+    passive: Vec<bool>,
+    /// Column indices (passive columns for the QR, free columns for the dual).
+    idx: Vec<usize>,
+    /// Passive columns then `b`, column-major: the augmented matrix the QR works on.
+    qr: Vec<f64>,
+    v: Vec<f64>,
+    dots: Vec<f64>,
+    coef: Vec<f64>,
+}
+
+impl Solver {
+    pub(crate) fn new(rows: usize, n: usize) -> Self {
+        Solver {
+            rows,
+            n,
+            a: vec![0.0; rows * n],
+            b: vec![0.0; rows],
+            scale: vec![0.0; n],
+            sumsq: vec![0.0; n],
+            x: vec![0.0; n],
+            s: vec![0.0; n],
+            w: vec![0.0; n],
+            r: vec![0.0; rows],
+            passive: vec![false; n],
+            idx: Vec::with_capacity(n),
+            qr: vec![0.0; rows * (n + 1)],
+            v: vec![0.0; rows],
+            dots: vec![0.0; n + 2],
+            coef: vec![0.0; n],
+        }
+    }
+
+    /// The matrix (column-major, `rows * n`) and right-hand side of the next solve.
+    pub(crate) fn problem_mut(&mut self) -> (&mut [f64], &mut [f64]) {
+        (&mut self.a, &mut self.b)
+    }
+
+    /// The first row holding a non-finite value of `A` or `b` (the check of [`nnls`]).
+    pub(crate) fn first_non_finite_row(&self) -> Option<usize> {
+        // Branch-free scan first (vectorises); locate the row only when something is off.
+        let finite = |s: &[f64]| s.iter().fold(true, |ok, v| ok & v.is_finite());
+        if finite(&self.a) && finite(&self.b) {
+            return None;
+        }
+        (0..self.rows).find(|&i| {
+            !self.b[i].is_finite() || (0..self.n).any(|j| !self.a[j * self.rows + i].is_finite())
+        })
+    }
+
+    /// The solution of the last [`Solver::solve`].
+    pub(crate) fn x(&self) -> &[f64] {
+        &self.x
+    }
+
+    /// Solves the current problem (values must be finite); returns the outer iterations.
+    /// Scales the columns of `A` in place, so refill it before the next solve.
+    pub(crate) fn solve(&mut self) -> usize {
+        let (rows, n) = (self.rows, self.n);
+        let a = &mut self.a;
+        // (`b` only supplies the length here: a column's norm uses the column alone.)
+        fold_many(
+            n,
+            &self.b,
+            rows,
+            |c| &a[c * rows..],
+            |_, v| v * v,
+            &mut self.scale,
+        );
+        for s in &mut self.scale {
+            let norm = s.sqrt();
+            *s = if norm > 0.0 { norm } else { 1.0 };
+        }
+        for (col, s) in a.chunks_exact_mut(rows).zip(&self.scale) {
+            for v in col {
+                *v /= s;
             }
-            let alpha = (0..n)
-                .filter(|&j| passive[j] && s[j] <= 0.0)
-                .map(|j| x[j] / (x[j] - s[j]))
-                .fold(f64::INFINITY, f64::min);
-            for j in 0..n {
-                x[j] += alpha * (s[j] - x[j]);
-                if passive[j] && x[j] <= 1e-15 {
-                    passive[j] = false;
-                    x[j] = 0.0;
+        }
+        let a = &self.a;
+        fold_many(
+            n,
+            &self.b,
+            rows,
+            |c| &a[c * rows..],
+            |_, v| v * v,
+            &mut self.sumsq,
+        );
+        let iterations = self.lawson_hanson();
+        for (xj, s) in self.x.iter_mut().zip(&self.scale) {
+            *xj /= s;
+        }
+        iterations
+    }
+
+    fn lawson_hanson(&mut self) -> usize {
+        let n = self.n;
+        let tol = 1e-10 * (1.0 + self.b.iter().map(|v| v.abs()).fold(0.0, f64::max));
+        self.x.fill(0.0);
+        self.passive.fill(false);
+        let mut iterations = 0;
+        while iterations < 3 * n + 3 {
+            self.dual();
+            let (w, passive) = (&self.w, &self.passive);
+            let best = (0..n)
+                .filter(|&j| !passive[j])
+                .max_by(|&i, &j| w[i].total_cmp(&w[j]));
+            let Some(t) = best.filter(|&t| w[t] > tol) else {
+                break;
+            };
+            self.passive[t] = true;
+            iterations += 1;
+            // Inner loop: keep the unconstrained passive-set solution feasible.
+            for _ in 0..=n {
+                self.solve_passive();
+                let (x, s, passive) = (&mut self.x, &self.s, &mut self.passive);
+                if (0..n).filter(|&j| passive[j]).all(|j| s[j] > 0.0) {
+                    x.copy_from_slice(s);
+                    break;
+                }
+                let alpha = (0..n)
+                    .filter(|&j| passive[j] && s[j] <= 0.0)
+                    .map(|j| x[j] / (x[j] - s[j]))
+                    .fold(f64::INFINITY, f64::min);
+                for j in 0..n {
+                    x[j] += alpha * (s[j] - x[j]);
+                    if passive[j] && x[j] <= 1e-15 {
+                        passive[j] = false;
+                        x[j] = 0.0;
+                    }
+                }
+            }
+        }
+        iterations
+    }
+
+    /// Gradient of `-½||Ax-b||²`, `w = Aᵀ(b - A x)`, for the columns not in the passive set
+    /// (the only entries read).
+    fn dual(&mut self) {
+        let rows = self.rows;
+        let (a, x, r) = (&self.a, &self.x, &mut self.r);
+        // r_i = b_i - Σ_j a_ij x_j, the row sums formed column by column (same order).
+        r.fill(sum_start());
+        for (col, &xj) in a.chunks_exact(rows).zip(x) {
+            for (ri, v) in r.iter_mut().zip(col) {
+                *ri += v * xj;
+            }
+        }
+        for (ri, bi) in r.iter_mut().zip(&self.b) {
+            *ri = bi - *ri;
+        }
+        self.idx.clear();
+        self.idx.extend((0..self.n).filter(|&j| !self.passive[j]));
+        let (idx, r) = (&self.idx, &self.r);
+        fold_many(
+            idx.len(),
+            r,
+            rows,
+            |c| &a[idx[c] * rows..],
+            |ri, v| v * ri,
+            &mut self.dots,
+        );
+        for (c, &j) in idx.iter().enumerate() {
+            self.w[j] = self.dots[c];
+        }
+    }
+
+    /// Unconstrained least squares on the passive columns (others fixed at 0), into `s`.
+    fn solve_passive(&mut self) {
+        let rows = self.rows;
+        self.idx.clear();
+        self.idx.extend((0..self.n).filter(|&j| self.passive[j]));
+        let k = self.idx.len();
+        for (dst, &j) in self.qr.chunks_exact_mut(rows).zip(&self.idx) {
+            dst.copy_from_slice(&self.a[j * rows..(j + 1) * rows]);
+        }
+        self.qr[k * rows..(k + 1) * rows].copy_from_slice(&self.b);
+        let first = self.idx.first().map(|&j| self.sumsq[j]);
+        householder(
+            &mut self.qr[..(k + 1) * rows],
+            rows,
+            k,
+            first,
+            &mut self.v,
+            &mut self.dots,
+            &mut self.coef[..k],
+        );
+        self.s.fill(0.0);
+        for (&j, &c) in self.idx.iter().zip(&self.coef) {
+            self.s[j] = c;
+        }
+    }
+}
+
+/// Least squares `min ||M c - y||` by Householder QR; rank-deficient directions get 0.
+/// `qr` holds `M`'s `k` columns then `y`, column-major with `rows` rows, and is overwritten;
+/// `first_sumsq` may give `Σ_i M_i0²` (already known to the caller). Scratch: `v` (`rows`),
+/// `dots` (`k + 2`). The arithmetic is the textbook loop's, term for term: for each
+/// reflector, `v·v` and `v·column` for every later column and `y` are independent sums,
+/// computed in one pass; the next column's norm is summed while that column is updated;
+/// of the reflected column itself only the diagonal is kept (the rest is never read).
+fn householder(
+    qr: &mut [f64],
+    rows: usize,
+    k: usize,
+    first_sumsq: Option<f64>,
+    v: &mut [f64],
+    dots: &mut [f64],
+    coef: &mut [f64],
+) {
+    let kr = k.min(rows);
+    let mut next_sumsq = first_sumsq;
+    for col in 0..kr {
+        let len = rows - col;
+        let sumsq = next_sumsq.take().unwrap_or_else(|| {
+            qr[col * rows + col..(col + 1) * rows]
+                .iter()
+                .map(|t| t * t)
+                .sum::<f64>()
+        });
+        let norm = sumsq.sqrt();
+        if norm == 0.0 {
+            continue;
+        }
+        let diag = qr[col * rows + col];
+        let alpha = if diag > 0.0 { -norm } else { norm };
+        let v = &mut v[..len];
+        v.copy_from_slice(&qr[col * rows + col..(col + 1) * rows]);
+        v[0] -= alpha;
+        let (v, m) = (&*v, &*qr);
+        // dots[0] = v·v; dots[1 + c - col] = v·column c for c in col..=k (k is y).
+        fold_many(
+            k - col + 2,
+            v,
+            len,
+            |c| {
+                if c == 0 {
+                    v
+                } else {
+                    &m[(col + c - 1) * rows + col..]
+                }
+            },
+            |vi, t| vi * t,
+            dots,
+        );
+        let vnorm2 = dots[0];
+        if vnorm2 == 0.0 {
+            continue;
+        }
+        let f = 2.0 * dots[1] / vnorm2;
+        qr[col * rows + col] -= f * v[0];
+        for c in col + 1..=k {
+            let f = 2.0 * dots[1 + c - col] / vnorm2;
+            let column = &mut qr[c * rows + col..(c + 1) * rows];
+            if c == col + 1 && c < kr {
+                column[0] -= f * v[0];
+                let mut acc = sum_start();
+                for (t, vi) in column[1..].iter_mut().zip(&v[1..]) {
+                    *t -= f * vi;
+                    acc += *t * *t;
+                }
+                next_sumsq = Some(acc);
+            } else {
+                for (t, vi) in column.iter_mut().zip(v) {
+                    *t -= f * vi;
                 }
             }
         }
     }
-    (x, iterations)
-}
-
-/// Unconstrained least squares on the passive columns (others fixed at 0), by Householder QR.
-fn solve_passive(a: &[Vec<f64>], b: &[f64], passive: &[bool]) -> Vec<f64> {
-    let cols: Vec<usize> = (0..passive.len()).filter(|&j| passive[j]).collect();
-    let sub: Vec<Vec<f64>> = a
-        .iter()
-        .map(|r| cols.iter().map(|&j| r[j]).collect())
-        .collect();
-    let coef = lstsq(sub, b.to_vec());
-    let mut out = vec![0.0; passive.len()];
-    for (k, &j) in cols.iter().enumerate() {
-        out[j] = coef[k];
-    }
-    out
-}
-
-/// Least squares `min ||M c - y||` by Householder QR; rank-deficient directions get 0.
-// Column-oriented Householder updates index rows and columns together; iterators obscure it.
-#[allow(clippy::needless_range_loop)]
-pub(crate) fn lstsq(mut m: Vec<Vec<f64>>, mut y: Vec<f64>) -> Vec<f64> {
-    let rows = m.len();
-    let k = m.first().map_or(0, Vec::len);
-    for col in 0..k.min(rows) {
-        let norm = (col..rows)
-            .map(|i| m[i][col] * m[i][col])
-            .sum::<f64>()
-            .sqrt();
-        if norm == 0.0 {
-            continue;
-        }
-        let alpha = if m[col][col] > 0.0 { -norm } else { norm };
-        let mut v: Vec<f64> = (col..rows).map(|i| m[i][col]).collect();
-        v[0] -= alpha;
-        let vnorm2: f64 = v.iter().map(|t| t * t).sum();
-        if vnorm2 == 0.0 {
-            continue;
-        }
-        for c in col..k {
-            let dot: f64 = (col..rows).map(|i| v[i - col] * m[i][c]).sum();
-            let f = 2.0 * dot / vnorm2;
-            for i in col..rows {
-                m[i][c] -= f * v[i - col];
-            }
-        }
-        let dot: f64 = (col..rows).map(|i| v[i - col] * y[i]).sum();
-        let f = 2.0 * dot / vnorm2;
-        for i in col..rows {
-            y[i] -= f * v[i - col];
-        }
-    }
-    let mut c = vec![0.0; k];
-    let diag_max = (0..k.min(rows)).map(|i| m[i][i].abs()).fold(0.0, f64::max);
-    for i in (0..k.min(rows)).rev() {
-        if m[i][i].abs() <= 1e-12 * diag_max.max(1e-300) {
+    coef.fill(0.0);
+    let diag_max = (0..kr).map(|i| qr[i * rows + i].abs()).fold(0.0, f64::max);
+    let y = &qr[k * rows..];
+    for i in (0..kr).rev() {
+        let mii = qr[i * rows + i];
+        if mii.abs() <= 1e-12 * diag_max.max(1e-300) {
             continue; // dependent column: leave its coefficient at zero
         }
-        let s: f64 = (i + 1..k).map(|j| m[i][j] * c[j]).sum();
-        c[i] = (y[i] - s) / m[i][i];
+        let s: f64 = (i + 1..k).map(|j| qr[j * rows + i] * coef[j]).sum();
+        coef[i] = (y[i] - s) / mii;
     }
-    c
+}
+
+/// Least squares `min ||M c - y||` by Householder QR (`m` row-major, rectangular);
+/// rank-deficient directions get 0.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn lstsq(m: Vec<Vec<f64>>, y: Vec<f64>) -> Vec<f64> {
+    let rows = m.len();
+    let k = m.first().map_or(0, Vec::len);
+    let mut qr = vec![0.0; rows * (k + 1)];
+    for (i, row) in m.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            qr[j * rows + i] = v;
+        }
+    }
+    qr[k * rows..].copy_from_slice(&y);
+    let mut coef = vec![0.0; k];
+    let (mut v, mut dots) = (vec![0.0; rows], vec![0.0; k + 2]);
+    householder(&mut qr, rows, k, None, &mut v, &mut dots, &mut coef);
+    coef
 }
 
 #[cfg(test)]
@@ -262,6 +538,35 @@ mod tests {
             nnls(&[vec![f64::NAN]], &[1.0]),
             Err(FitError::Invalid { .. })
         ));
+    }
+
+    fn residual(a: &[Vec<f64>], b: &[f64], x: &[f64]) -> Vec<f64> {
+        a.iter()
+            .zip(b)
+            .map(|(r, bi)| bi - r.iter().zip(x).map(|(v, xj)| v * xj).sum::<f64>())
+            .collect()
+    }
+
+    fn solve_passive(a: &[Vec<f64>], b: &[f64], passive: &[bool]) -> Vec<f64> {
+        let cols: Vec<usize> = (0..passive.len()).filter(|&j| passive[j]).collect();
+        let sub: Vec<Vec<f64>> = a
+            .iter()
+            .map(|r| cols.iter().map(|&j| r[j]).collect())
+            .collect();
+        let coef = lstsq(sub, b.to_vec());
+        let mut out = vec![0.0; passive.len()];
+        for (k, &j) in cols.iter().enumerate() {
+            out[j] = coef[k];
+        }
+        out
+    }
+
+    #[test]
+    fn sum_start_is_the_empty_sum() {
+        assert_eq!(
+            sum_start().to_bits(),
+            std::iter::empty::<f64>().sum::<f64>().to_bits()
+        );
     }
 
     /// Brute force: the NNLS optimum is the best feasible unconstrained fit over all subsets.

@@ -11,8 +11,13 @@
 //! is accepted only if it lowers `L` (otherwise it is halved towards the current point), so `L`
 //! decreases monotonically. The start point is NNLS on relative errors (rows `x_i / y_i`,
 //! target 1), which is already the first-order answer when the fit is good.
+//!
+//! Speed structure: `X` is copied once, column-major, and every Gauss–Newton step reuses one
+//! NNLS [`Solver`] and a few scratch buffers (`ln y_i` is computed once); the arithmetic is
+//! exactly that of the textbook loop kept in `crate::reference`, so results are bit-identical.
 
-use crate::{nnls, FitError};
+use crate::nnls::Solver;
+use crate::FitError;
 
 /// Mean squared log error of `X θ` against `y` (the objective minimised by [`fit_rmsle`]).
 pub fn log_sq_error(x: &[Vec<f64>], y: &[f64], theta: &[f64]) -> f64 {
@@ -33,47 +38,143 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Fits `θ >= 0` minimising the mean squared log error of `X θ` against positive `y`.
 pub fn fit_rmsle(x: &[Vec<f64>], y: &[f64]) -> Result<Vec<f64>, FitError> {
-    if let Some(i) = y.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
-        return Err(FitError::Invalid {
+    check_targets(y)?;
+    let n = x.first().map_or(0, Vec::len);
+    if x.is_empty() || x.len() != y.len() || x.iter().any(|r| r.len() != n) {
+        return Err(shape_error(x, y));
+    }
+    let rows = x.len();
+    let mut cols = vec![0.0; rows * n];
+    for (i, row) in x.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            cols[j * rows + i] = v;
+        }
+    }
+    fit_rmsle_cols(&cols, n, y)
+}
+
+/// The targets must be finite and positive (checked before anything else).
+pub(crate) fn check_targets(y: &[f64]) -> Result<(), FitError> {
+    match y.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+        Some(i) => Err(FitError::Invalid {
             row: i,
             what: format!("target {} must be > 0", y[i]),
-        });
+        }),
+        None => Ok(()),
     }
-    let rel: Vec<Vec<f64>> = x
+}
+
+/// The error of a fit whose `x` is empty, ragged or not as long as `y` (valid targets): the
+/// error the NNLS calls of the textbook loop report. Its first call sees the rows `x_i / y_i`
+/// of the shorter of `x` and `y` against as many ones as `y` has; if that passes (`x` longer
+/// than `y`, its first `y.len()` rows regular and finite) its second call sees all of `x`.
+fn shape_error(x: &[Vec<f64>], y: &[f64]) -> FitError {
+    let m = x.len().min(y.len());
+    if m == 0 {
+        return FitError::Empty;
+    }
+    if m != y.len() {
+        return FitError::Shape(format!("{m} rows but {} targets", y.len()));
+    }
+    let n = x[0].len();
+    for (i, (row, yi)) in x.iter().zip(y).enumerate() {
+        if row.len() != n {
+            return FitError::Shape(format!("row {i} has {} columns, expected {n}", row.len()));
+        }
+        if row.iter().any(|v| !(v / yi).is_finite()) {
+            return FitError::Invalid {
+                row: i,
+                what: "non-finite value".into(),
+            };
+        }
+    }
+    FitError::Shape(format!("{} rows but {} targets", x.len(), y.len()))
+}
+
+/// `out_i = Σ_j x_ij θ_j` for column-major `x`, each row summed left to right over `j` from
+/// the start value of `Iterator::sum` (bit-identical to [`dot`] of the row).
+fn row_dots(x: &[f64], theta: &[f64], out: &mut [f64]) {
+    out.fill(std::iter::empty::<f64>().sum());
+    if out.is_empty() {
+        return;
+    }
+    for (col, &t) in x.chunks_exact(out.len()).zip(theta) {
+        for (o, v) in out.iter_mut().zip(col) {
+            *o += v * t;
+        }
+    }
+}
+
+/// [`log_sq_error`] for column-major `x` with `ln y` precomputed; `pred` is scratch.
+fn log_sq_error_cols(x: &[f64], ln_y: &[f64], theta: &[f64], pred: &mut [f64]) -> f64 {
+    row_dots(x, theta, pred);
+    let s: f64 = pred
         .iter()
-        .zip(y)
-        .map(|(r, yi)| r.iter().map(|v| v / yi).collect())
-        .collect();
-    let mut theta = nnls(&rel, &vec![1.0; y.len()])?.x;
-    let mut loss = log_sq_error(x, y, &theta);
+        .zip(ln_y)
+        .map(|(p, ly)| (p.max(1e-300).ln() - ly).powi(2))
+        .sum();
+    s / ln_y.len() as f64
+}
+
+/// [`fit_rmsle`] for a non-empty column-major `x` (`n` columns of `y.len()` rows) and
+/// targets already accepted by [`check_targets`].
+pub(crate) fn fit_rmsle_cols(x: &[f64], n: usize, y: &[f64]) -> Result<Vec<f64>, FitError> {
+    let rows = y.len();
+    let mut solver = Solver::new(rows, n);
+    let invalid = |row| FitError::Invalid {
+        row,
+        what: "non-finite value".into(),
+    };
+    {
+        let (a, b) = solver.problem_mut();
+        for (dst, src) in a.chunks_exact_mut(rows).zip(x.chunks_exact(rows)) {
+            for ((d, v), yi) in dst.iter_mut().zip(src).zip(y) {
+                *d = v / yi;
+            }
+        }
+        b.fill(1.0);
+    }
+    if let Some(row) = solver.first_non_finite_row() {
+        return Err(invalid(row));
+    }
+    solver.solve();
+    let mut theta = solver.x().to_vec();
+    let ln_y: Vec<f64> = y.iter().map(|v| v.ln()).collect();
+    let mut pred = vec![0.0; rows];
+    let mut cand = vec![0.0; n];
+    let floor = 1e-12 * n as f64;
+    let mut loss = log_sq_error_cols(x, &ln_y, &theta, &mut pred);
     for _ in 0..100 {
-        let pred: Vec<f64> = x
-            .iter()
-            .map(|r| dot(r, &theta).max(1e-12 * r.len() as f64))
-            .collect();
-        let rows: Vec<Vec<f64>> = x
-            .iter()
-            .zip(&pred)
-            .map(|(r, p)| r.iter().map(|v| v / p).collect())
-            .collect();
-        let target: Vec<f64> = y
-            .iter()
-            .zip(&pred)
-            .map(|(yi, p)| 1.0 + (yi / p).ln())
-            .collect();
-        let proposal = nnls(&rows, &target)?.x;
+        row_dots(x, &theta, &mut pred);
+        for p in &mut pred {
+            *p = p.max(floor);
+        }
+        {
+            let (a, b) = solver.problem_mut();
+            for (dst, src) in a.chunks_exact_mut(rows).zip(x.chunks_exact(rows)) {
+                for ((d, v), p) in dst.iter_mut().zip(src).zip(&pred) {
+                    *d = v / p;
+                }
+            }
+            for ((t, yi), p) in b.iter_mut().zip(y).zip(&pred) {
+                *t = 1.0 + (yi / p).ln();
+            }
+        }
+        if let Some(row) = solver.first_non_finite_row() {
+            return Err(invalid(row));
+        }
+        solver.solve();
+        let proposal = solver.x();
         let mut step = 1.0;
         let mut improved = false;
         while step > 1e-4 {
-            let cand: Vec<f64> = theta
-                .iter()
-                .zip(&proposal)
-                .map(|(t, p)| t + step * (p - t))
-                .collect();
-            let l = log_sq_error(x, y, &cand);
+            for ((c, t), p) in cand.iter_mut().zip(&theta).zip(proposal) {
+                *c = t + step * (p - t);
+            }
+            let l = log_sq_error_cols(x, &ln_y, &cand, &mut pred);
             if l < loss {
                 let gain = loss - l;
-                theta = cand;
+                theta.copy_from_slice(&cand);
                 loss = l;
                 improved = gain > 1e-14 * (1.0 + loss);
                 break;
@@ -90,6 +191,7 @@ pub fn fit_rmsle(x: &[Vec<f64>], y: &[f64]) -> Result<Vec<f64>, FitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nnls;
 
     #[test]
     fn recovers_noise_free_model() {

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::rmsle::{check_targets, fit_rmsle_cols};
 use crate::{fit_rmsle, FitError};
 
 /// One resource configuration of a training job (the model's inputs).
@@ -50,7 +51,7 @@ impl Config {
         ]
     }
 
-    fn validate(&self, row: usize) -> Result<(), FitError> {
+    pub(crate) fn validate(&self, row: usize) -> Result<(), FitError> {
         let ok = self.workers > 0
             && self.ps > 0
             && self.batch > 0
@@ -193,8 +194,10 @@ impl ThroughputParams {
         if obs.is_empty() {
             return Err(FitError::Empty);
         }
-        let mut x = Vec::with_capacity(obs.len());
-        let mut y = Vec::with_capacity(obs.len());
+        // Rows `[f0, f1, f2, f3, 1]`, stored column-major for the RMSLE fit.
+        let rows = obs.len();
+        let mut x = vec![1.0; rows * 5];
+        let mut y = Vec::with_capacity(rows);
         for (i, (c, thr)) in obs.iter().enumerate() {
             c.validate(i)?;
             if !(thr.is_finite() && *thr > 0.0) {
@@ -203,11 +206,13 @@ impl ThroughputParams {
                     what: format!("throughput {thr}"),
                 });
             }
-            let f = c.features();
-            x.push(vec![f[0], f[1], f[2], f[3], 1.0]);
+            for (j, f) in c.features().into_iter().enumerate() {
+                x[j * rows + i] = f;
+            }
             y.push(f64::from(c.workers) * f64::from(c.batch) / thr);
         }
-        let t = fit_rmsle(&x, &y)?;
+        check_targets(&y)?;
+        let t = fit_rmsle_cols(&x, 5, &y)?;
         let b = t[4] / 4.0;
         Ok(Self::from_arrays([t[0], t[1], t[2], t[3]], [b; 4]))
     }

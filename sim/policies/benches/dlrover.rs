@@ -91,7 +91,7 @@ fn decision(c: &mut Criterion) {
     let mut group = c.benchmark_group("dlrover_decision");
     group.bench_function("fit", |b| b.iter(|| plan::fit_model(&obs, split)));
     for (name, search) in [
-        ("nsga", Search::Nsga),
+        ("nsga", Search::Nsga(Default::default())),
         ("neighbours", Search::Neighbours),
         ("exact", Search::Exact),
     ] {

@@ -55,6 +55,7 @@ pub use greedy::{select, weight, Candidate};
 pub use plan::{fit_model, resplit_ps_mem, Search};
 pub use warm::{ConfigDb, DbEntry};
 
+use crate::nsga2;
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
@@ -111,6 +112,8 @@ impl Dlrover {
             "min_eff",
             "quota",
             "history",
+            "pop",
+            "gens",
         ])?;
         let bad = |key: &str, why: &str| spec.bad_value(key, why);
         let interval_s = spec.f64_or("interval_s", 180.0)?;
@@ -122,9 +125,23 @@ impl Dlrover {
             return Err(bad("mu", "must be in (0, 1)"));
         }
         let nsga = spec.bool_or("nsga", true)?;
+        let defaults = nsga2::Settings::default();
+        let pop = spec.f64_or("pop", defaults.population as f64)?;
+        if !(4.0..=1_000.0).contains(&pop) {
+            return Err(bad("pop", "must be in 4..=1000"));
+        }
+        let gens = spec.f64_or("gens", defaults.generations as f64)?;
+        if !(1.0..=1_000.0).contains(&gens) {
+            return Err(bad("gens", "must be in 1..=1000"));
+        }
+        let settings = nsga2::Settings {
+            population: pop as usize,
+            generations: gens as usize,
+            ..defaults
+        };
         let search = match spec.params.get("search").map(String::as_str) {
             Some("exact") => Search::Exact,
-            None | Some("nsga") if nsga => Search::Nsga,
+            None | Some("nsga") if nsga => Search::Nsga(settings),
             None | Some("nsga") => Search::Neighbours,
             Some(_) => return Err(bad("search", "expected nsga or exact")),
         };
@@ -149,6 +166,75 @@ impl Dlrover {
             rng: RngStreams::new(seed).stream("dlrover-nsga"),
             spec: spec.canonical(),
         })
+    }
+
+    /// One job's stage-2 plan: fit its throughput model to its profiles, search the
+    /// Pareto front of candidate configurations, and keep those worth their cost, scored
+    /// RE x WG for the greedy selection.
+    fn candidates(
+        &self,
+        job: &JobView<'_>,
+        t: &Tracked,
+        max_cpu: f64,
+        max_mem: u64,
+        rng: &mut SimRng,
+    ) -> Vec<Candidate> {
+        let Some(model) = fit_model(&t.obs, t.split.unwrap_or([0.25; 4])) else {
+            return Vec::new();
+        };
+        let recent = t.obs.iter().rev().take(3);
+        let thr_now = recent.clone().map(|o| o.1).sum::<f64>() / recent.count() as f64;
+        let remaining = (job.request.steps.saturating_sub(job.steps_done)) as f64
+            * f64::from(job.request.batch_size);
+        let ps_mem_used = job.history.last().map_or(0.0, |s| s.ps_mem_used_mb_max);
+        let plan = Plan {
+            job,
+            model,
+            current: job.config,
+            thr_now: model
+                .throughput(&fit_config(job, job.running_workers, job.running_ps))
+                .min(thr_now.max(1e-9) * 10.0),
+            remaining,
+            max_cpu,
+            max_mem,
+            ps_mem_used,
+        };
+        let front = plan::candidates(&plan, self.search, rng);
+        self.worth_their_cost(&plan, front)
+    }
+
+    /// The front's plans that pass the cost filters, scored RE x WG (Eq. 11-13).
+    fn worth_their_cost(&self, plan: &Plan<'_>, front: Vec<nsga2::Scored<4>>) -> Vec<Candidate> {
+        let job = plan.job;
+        let remaining = plan.remaining;
+        let cores_now = job.config.total().cpu_cores().max(1.0);
+        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
+        let mut out = Vec::new();
+        for (g, f) in front {
+            let (cost, gain) = (f[0], -f[1]);
+            if gain <= 0.02 * plan.thr_now {
+                continue;
+            }
+            // Diminishing returns: each extra core must still pay a fair share.
+            if cost > 0.0 && gain / cost < self.min_eff * plan.thr_now / cores_now {
+                continue;
+            }
+            let c = plan.config(&g);
+            if c.total().cpu_cores() > quota.max(cores_now) {
+                continue;
+            }
+            let re = gain / cost.max(1.0);
+            let wg = weight(remaining, plan.throughput(&c), self.rho);
+            let (extra, now) = (c.total(), job.config.total());
+            out.push(Candidate {
+                score: re * wg,
+                job: job.request.id,
+                config: c,
+                d_cpu: extra.cpu_cores() - now.cpu_cores(),
+                d_mem: extra.mem_mb as f64 - now.mem_mb as f64,
+            });
+        }
+        out
     }
 
     /// Records what the job's master reports, and fills the DB when a job is gone.
@@ -283,9 +369,8 @@ impl Policy for Dlrover {
         }
         free_cpu -= 0.1 * view.capacity.cpu_cores();
         free_mem -= 0.1 * view.capacity.mem_mb as f64;
-        let mut planned = Vec::new();
         // Stage 2: candidates per job, then the weighted greedy across jobs (Eq. 11-14).
-        let mut cands = Vec::new();
+        let mut planned: Vec<(&JobView<'_>, &Tracked)> = Vec::new();
         for job in &view.jobs {
             let id = job.request.id;
             if busy.contains(&id) || job.phase != JobPhase::Training || job.rescaling {
@@ -302,54 +387,17 @@ impl Policy for Dlrover {
             if t.fresh < wait || !settled || t.obs.is_empty() {
                 continue;
             }
-            planned.push(id);
-            let Some(model) = fit_model(&t.obs, t.split.unwrap_or([0.25; 4])) else {
-                continue;
-            };
-            let thr_now = t.obs.iter().rev().take(3).map(|o| o.1).sum::<f64>()
-                / t.obs.iter().rev().take(3).count() as f64;
-            let remaining = (job.request.steps.saturating_sub(job.steps_done)) as f64
-                * f64::from(job.request.batch_size);
-            let ps_mem_used = job.history.last().map_or(0.0, |s| s.ps_mem_used_mb_max);
-            let plan = Plan {
-                job,
-                model,
-                current: job.config,
-                thr_now: model
-                    .throughput(&fit_config(job, job.running_workers, job.running_ps))
-                    .min(thr_now.max(1e-9) * 10.0),
-                remaining,
-                max_cpu,
-                max_mem,
-                ps_mem_used,
-            };
-            let cores_now = job.config.total().cpu_cores().max(1.0);
-            let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
-            for (g, f) in plan::candidates(&plan, self.search, &mut self.rng) {
-                let (cost, gain) = (f[0], -f[1]);
-                if gain <= 0.02 * plan.thr_now {
-                    continue;
-                }
-                // Diminishing returns: each extra core must still pay a fair share.
-                if cost > 0.0 && gain / cost < self.min_eff * plan.thr_now / cores_now {
-                    continue;
-                }
-                let c = plan.config(&g);
-                if c.total().cpu_cores() > quota.max(cores_now) {
-                    continue;
-                }
-                let re = gain / cost.max(1.0);
-                let wg = weight(remaining, plan.throughput(&c), self.rho);
-                let (extra, now) = (c.total(), job.config.total());
-                cands.push(Candidate {
-                    score: re * wg,
-                    job: id,
-                    config: c,
-                    d_cpu: extra.cpu_cores() - now.cpu_cores(),
-                    d_mem: extra.mem_mb as f64 - now.mem_mb as f64,
-                });
-            }
+            planned.push((job, t));
         }
+        // One stream serves every plan, in job order (plans depend on how many others
+        // planned before them: see ARCHITECTURE.md on why this is kept for now).
+        let mut rng = self.rng.clone();
+        let cands: Vec<Candidate> = planned
+            .iter()
+            .flat_map(|&(job, t)| self.candidates(job, t, max_cpu, max_mem, &mut rng))
+            .collect();
+        self.rng = rng;
+        let planned: Vec<u64> = planned.iter().map(|p| p.0.request.id).collect();
         for Candidate {
             job: id, config: c, ..
         } in select(cands, &mut free_cpu, &mut free_mem, &mut busy)
@@ -400,6 +448,9 @@ mod tests {
         );
         assert!(crate::build("dlrover[mu=2]").is_err());
         assert!(crate::build("dlrover[search=magic]").is_err());
+        assert!(crate::build("dlrover[pop=12,gens=6]").is_ok());
+        assert!(crate::build("dlrover[pop=2]").is_err());
+        assert!(crate::build("dlrover[gens=0]").is_err());
         assert!(crate::build("dlrover[bogus=1]").is_err());
     }
 }

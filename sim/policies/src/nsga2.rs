@@ -20,7 +20,7 @@ use rand::Rng;
 use rustc_hash::FxHashMap;
 
 /// Search settings.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
     pub population: usize,
     pub generations: usize,

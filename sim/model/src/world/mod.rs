@@ -83,6 +83,9 @@ pub struct World {
     noise_cv: f64,
     history_len: usize,
     horizon: Option<SimTime>,
+    /// Every job has ended and the last timeline sample is recorded: the events still
+    /// queued (mostly pod-failure timers of pods long gone) can change nothing.
+    drained: bool,
     /// Pending pods, in scheduling order: higher priority first, then submission order.
     pending: BTreeSet<(Reverse<i32>, usize, usize)>,
     schedule_queued: bool,
@@ -168,6 +171,7 @@ impl World {
             noise_cv: f.observation.noise_cv,
             history_len: f.observation.history_len,
             horizon: f.horizon_s.map(SimTime::from_secs),
+            drained: false,
             pending: BTreeSet::new(),
             schedule_queued: false,
             active: BTreeSet::new(),
@@ -602,6 +606,8 @@ impl World {
         });
         if self.unfinished > 0 {
             queue.push(now + self.sample_every, Event::Sample);
+        } else {
+            self.drained = true;
         }
     }
 }
@@ -686,6 +692,6 @@ impl dlsim_engine::World for World {
     }
 
     fn done(&self, now: SimTime) -> bool {
-        self.horizon.is_some_and(|h| now > h)
+        self.drained || self.horizon.is_some_and(|h| now > h)
     }
 }

@@ -245,10 +245,10 @@ struct Table {
 }
 
 /// How a job's candidate plans are searched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Search {
-    /// NSGA-II (the paper's choice).
-    Nsga,
+    /// NSGA-II (the paper's choice) with these settings.
+    Nsga(nsga2::Settings),
     /// The exact front by enumeration (slow; to check NSGA-II).
     Exact,
     /// One-step neighbours of the current configuration (`nsga=off`).
@@ -263,9 +263,7 @@ pub fn candidates(plan: &Plan<'_>, search: Search, rng: &mut SimRng) -> Vec<nsga
     let mut eval = |g: &[u32; 4]| plan.objectives_with(&table, g);
     match search {
         Search::Exact => return nsga2::exhaustive(&upper, &mut eval),
-        Search::Nsga => {
-            return nsga2::run(&upper, &[start], &mut eval, nsga2::Settings::default(), rng)
-        }
+        Search::Nsga(settings) => return nsga2::run(&upper, &[start], &mut eval, settings, rng),
         Search::Neighbours => {}
     }
     let mut out = Vec::new();

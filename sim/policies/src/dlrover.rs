@@ -12,8 +12,9 @@
 //!    - online fit of the alpha/beta model (Eq. 1-6) to the job's noisy profiles by NNLS
 //!      on log error (RMSLE), with a weak prior (see below);
 //!    - job-level candidates on the Pareto front of (resource cost, -throughput gain),
-//!      gain net of scaling overhead (Eq. 7-9), by NSGA-II (`nsga=off`: one-step
-//!      neighbours only; `search=exact`: exhaustive front, used to check NSGA-II);
+//!      gain net of scaling overhead (Eq. 7-9), by NSGA-II (`pop`, `gens`: its budget,
+//!      default 20 and 12; `nsga=off`: one-step neighbours only; `search=exact`:
+//!      exhaustive front, used to check NSGA-II);
 //!    - cluster-level weighted greedy: maximise sum RE x WG, RE = TG / RC, WG =
 //!      1 / (remaining samples / throughput + eps)^rho (Eq. 11-14), within free capacity.
 //!

@@ -162,6 +162,9 @@ fn cold_start_reaches_the_best_static_throughput_within_15_minutes() {
         start_rate < 0.5 * best_rate,
         "the request must be a poor start"
     );
+    // Known fragility (measured, not fixed): this passes with the default policy seed's
+    // draw sequence; with seeds 1-3, or even with `search=exact`, the fit's early
+    // extrapolation settles on 11-16 small PS and stalls at 49-59 steps/s.
     let log = record(spec, "dlrover[warm_start=off,interval_s=180]");
     let reached = log
         .samples

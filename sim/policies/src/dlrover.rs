@@ -390,8 +390,9 @@ impl Policy for Dlrover {
             }
             planned.push((job, t));
         }
-        // One stream serves every plan, in job order (plans depend on how many others
-        // planned before them: see ARCHITECTURE.md on why this is kept for now).
+        // One stream serves every plan, in job order, so a job's plan depends on how many
+        // jobs planned before it. Per-job streams would decouple them (and let jobs plan
+        // in parallel) but change every published figure; not done yet.
         let mut rng = self.rng.clone();
         let cands: Vec<Candidate> = planned
             .iter()

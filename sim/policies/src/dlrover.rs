@@ -208,7 +208,8 @@ impl Dlrover {
     fn worth_their_cost(&self, plan: &Plan<'_>, front: Vec<nsga2::Scored<4>>) -> Vec<Candidate> {
         let job = plan.job;
         let remaining = plan.remaining;
-        let cores_now = job.config.total().cpu_cores().max(1.0);
+        let now = job.config.total();
+        let cores_now = now.cpu_cores().max(1.0);
         let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
         let mut out = Vec::new();
         for (g, f) in front {
@@ -221,12 +222,12 @@ impl Dlrover {
                 continue;
             }
             let c = plan.config(&g);
-            if c.total().cpu_cores() > quota.max(cores_now) {
+            let extra = c.total();
+            if extra.cpu_cores() > quota.max(cores_now) {
                 continue;
             }
             let re = gain / cost.max(1.0);
             let wg = weight(remaining, plan.throughput(&c), self.rho);
-            let (extra, now) = (c.total(), job.config.total());
             out.push(Candidate {
                 score: re * wg,
                 job: job.request.id,

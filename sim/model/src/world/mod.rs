@@ -31,8 +31,13 @@ pub enum Event {
     JobArrival(usize),
     /// Try to place pending pods (coalesced: at most one queued at a time).
     Schedule,
-    /// A placed pod finished starting and is now running.
-    PodReady(usize),
+    /// Placed pods `first..first + count` (one job's, started together) finished starting
+    /// and are now running. One event per batch, not per pod: a job's rate is refreshed
+    /// once when its 64 workers come up, not 64 times.
+    PodsReady {
+        first: usize,
+        count: usize,
+    },
     /// The job reaches its total samples, if its rate did not change (`generation`).
     JobComplete {
         job: usize,
@@ -312,10 +317,13 @@ impl World {
 
     /// Places pending pods in order. A pod that does not fit is skipped (later, smaller
     /// pods may still fit); requests at least as large as one that failed are not retried.
+    /// Consecutive pods of one job that become ready at the same time share one event.
     fn schedule(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
         self.schedule_queued = false;
         let mut failed: Vec<crate::Resources> = Vec::new();
         let mut placed = Vec::new();
+        // The batch being built: (ready time, first pod, count).
+        let mut batch: Option<(SimTime, usize, usize)> = None;
         for &(prio, j, p) in &self.pending {
             let req = self.pods[p].request;
             if failed.iter().any(|f| f.fits_in(&req)) {
@@ -328,14 +336,28 @@ impl World {
                     pod.state = PodState::Starting;
                     pod.node = Some(node);
                     let latency = self.start_base_s + self.start_per_core_s * req.cpu_cores();
-                    queue.push(
-                        now + SimTime::from_secs_f64_ceil(latency),
-                        Event::PodReady(p),
-                    );
+                    let at = now + SimTime::from_secs_f64_ceil(latency);
+                    batch = match batch {
+                        // Pods are created job by job, so `p - 1` is the same job's.
+                        Some((t, first, count))
+                            if t == at && first + count == p && self.pods[first].job == j =>
+                        {
+                            Some((t, first, count + 1))
+                        }
+                        other => {
+                            if let Some((t, first, count)) = other {
+                                queue.push(t, Event::PodsReady { first, count });
+                            }
+                            Some((at, p, 1))
+                        }
+                    };
                     placed.push((prio, j, p));
                 }
                 None => failed.push(req),
             }
+        }
+        if let Some((t, first, count)) = batch {
+            queue.push(t, Event::PodsReady { first, count });
         }
         for key in placed {
             self.pending.remove(&key);
@@ -343,32 +365,51 @@ impl World {
         }
     }
 
-    fn pod_ready(&mut self, now: SimTime, p: usize, queue: &mut EventQueue<Event>) {
-        if self.pods[p].state != PodState::Starting {
-            return; // The job ended while this pod was starting.
-        }
-        self.pods[p].state = PodState::Running;
-        self.pods[p].running_since = Some(now);
-        let j = self.pods[p].job;
-        self.jobs[j].advance(now, &self.pods);
-        self.pod_event(now, p, PodEventKind::Running);
-        if self.pods[p].standby {
-            self.arm_pod_failure(now, p, queue);
-            self.standby_ready(now, j, queue);
-            return;
-        }
-        if let Some(old) = self.pods[p].replaces.take() {
-            self.retire_pod(now, old, PodEventKind::Stopped);
-        }
-        match self.pods[p].role {
-            Role::Ps => {
-                self.jobs[j].running_ps += 1;
-                self.jobs[j].ps_share_running += self.pods[p].share;
+    /// A batch of one job's pods is up. Each pod is handled in order as if it had its own
+    /// event; the job-wide steps (the migration's standby check, the phase and rate) run
+    /// once at the end, which is where the last pod's event would have left them.
+    fn pods_ready(
+        &mut self,
+        now: SimTime,
+        first: usize,
+        count: usize,
+        queue: &mut EventQueue<Event>,
+    ) {
+        let j = self.pods[first].job;
+        let (mut standby, mut serving) = (false, false);
+        for p in first..first + count {
+            if self.pods[p].state != PodState::Starting {
+                continue; // The job ended, or the pod was retired, while it was starting.
             }
-            Role::Worker => self.jobs[j].running_workers += 1,
+            if !(standby || serving) {
+                self.jobs[j].advance(now, &self.pods);
+            }
+            self.pods[p].state = PodState::Running;
+            self.pods[p].running_since = Some(now);
+            self.pod_event(now, p, PodEventKind::Running);
+            self.arm_pod_failure(now, p, queue);
+            if self.pods[p].standby {
+                standby = true;
+                continue;
+            }
+            serving = true;
+            if let Some(old) = self.pods[p].replaces.take() {
+                self.retire_pod(now, old, PodEventKind::Stopped);
+            }
+            match self.pods[p].role {
+                Role::Ps => {
+                    self.jobs[j].running_ps += 1;
+                    self.jobs[j].ps_share_running += self.pods[p].share;
+                }
+                Role::Worker => self.jobs[j].running_workers += 1,
+            }
         }
-        self.arm_pod_failure(now, p, queue);
-        self.update_phase(now, j, queue);
+        if standby {
+            self.standby_ready(now, j, queue);
+        }
+        if serving {
+            self.update_phase(now, j, queue);
+        }
     }
 
     /// Moves a job between starting and training as its pods come and go, and refreshes
@@ -645,7 +686,7 @@ impl dlsim_engine::World for World {
         match event {
             Event::JobArrival(j) => self.consult(now, Some(j), queue),
             Event::Schedule => self.schedule(now, queue),
-            Event::PodReady(p) => self.pod_ready(now, p, queue),
+            Event::PodsReady { first, count } => self.pods_ready(now, first, count, queue),
             Event::JobComplete { job, generation } => {
                 if self.jobs[job].generation == generation && self.jobs[job].is_active() {
                     self.end_job(now, job, JobPhase::Completed, None);

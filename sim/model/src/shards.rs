@@ -157,6 +157,15 @@ impl ShardLedger {
         let mut spare = 0.0;
         for &(worker, amount) in amounts {
             let mut left = amount;
+            // The common case, in one lookup: the worker's shard absorbs all of it.
+            if let Some((shard, progress)) = self.doing.get_mut(&worker) {
+                let size = (self.total_samples - f64::from(*shard) * self.shard_samples)
+                    .min(self.shard_samples);
+                if left > 0.0 && left < size - *progress {
+                    *progress += left;
+                    continue;
+                }
+            }
             while left > 0.0 {
                 let (shard, progress) = match self.doing.get(&worker) {
                     Some(&d) => d,

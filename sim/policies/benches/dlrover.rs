@@ -1,6 +1,7 @@
 //! Cost of one DLRover-RM job-level decision (stage 2): the online fit of the throughput
 //! model to the job's profiles, then the candidate search (NSGA-II as the paper runs it,
-//! the one-step neighbours of `nsga=off`, and the exhaustive front it is checked against).
+//! the default coordinate ascent, the one-step neighbours of `nsga=off`, and the exhaustive
+//! front they are checked against).
 //! The job is a Wide&Deep job on 8 workers x 4 cores and 2 PS x 8 cores with 64 profile
 //! samples, as in the quickstart replay. Run: `cargo bench -p dlsim-policies`.
 
@@ -91,6 +92,7 @@ fn decision(c: &mut Criterion) {
     let mut group = c.benchmark_group("dlrover_decision");
     group.bench_function("fit", |b| b.iter(|| plan::fit_model(&obs, split)));
     for (name, search) in [
+        ("coordinate", Search::Coordinate),
         ("nsga", Search::Nsga(Default::default())),
         ("neighbours", Search::Neighbours),
         ("exact", Search::Exact),
@@ -100,8 +102,13 @@ fn decision(c: &mut Criterion) {
         if search == Search::Exact {
             group.sample_size(10);
         }
+        // The policy's climb score: RE x WG (rho = 2.5); no filters or quota.
+        let climb = |g: &[u32; 4], f: &[f64; 2]| {
+            let wg = dlsim_policies::dlrover::weight(p.remaining, p.throughput_of(g), 2.5);
+            Some((true, -f[1] / f[0].max(1.0) * wg))
+        };
         group.bench_function(name, |b| {
-            b.iter(|| plan::candidates(&p, search, &mut rng).len())
+            b.iter(|| plan::candidates(&p, search, &mut rng, &climb).len())
         });
     }
     group.finish();

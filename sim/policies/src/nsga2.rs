@@ -248,7 +248,7 @@ pub fn run<const N: usize>(
 }
 
 /// The first front, sorted by genome.
-fn first_front<const N: usize>(pop: &[Scored<N>]) -> Vec<Scored<N>> {
+pub fn first_front<const N: usize>(pop: &[Scored<N>]) -> Vec<Scored<N>> {
     let mut s = Scratch::default();
     ranks(pop, &mut s);
     let mut out: Vec<Scored<N>> = (0..pop.len())

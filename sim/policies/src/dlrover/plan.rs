@@ -170,6 +170,19 @@ impl Plan<'_> {
         ]
     }
 
+    /// The model's throughput at genome `g` (what [`Plan::throughput`] gives for
+    /// `config(g)`, without working out its memory).
+    pub fn throughput_of(&self, g: &[u32; 4]) -> f64 {
+        let c = self.config_with(g, self.current.ps_mem_mb);
+        self.throughput(&c)
+    }
+
+    /// Cores the plan at genome `g` requests.
+    pub fn cores_of(&self, g: &[u32; 4]) -> f64 {
+        let c = self.config_with(g, self.current.ps_mem_mb);
+        f64::from(c.workers) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu
+    }
+
     pub fn throughput(&self, c: &JobConfig) -> f64 {
         self.model.throughput(&Config {
             workers: c.workers,
@@ -253,10 +266,74 @@ pub enum Search {
     Exact,
     /// One-step neighbours of the current configuration (`nsga=off`).
     Neighbours,
+    /// Coordinate ascent on the plan's score, then the front of the plans it visited
+    /// that pass the policy's filters (the default; see ARCHITECTURE.md).
+    Coordinate,
+}
+
+/// How [`Search::Coordinate`] ranks a plan: plans that pass the policy's filters first,
+/// then by score; `None` for plans it may not take at all.
+pub type Climb<'a> = &'a dyn Fn(&[u32; 4], &nsga2::Objectives) -> Option<(bool, f64)>;
+
+/// Coordinate ascent from the current configuration on `climb`: each sweep tries every
+/// value of one gene at a time, the others fixed, and moves to the best plan found, until
+/// a sweep finds nothing better (at most 8 sweeps, about 100 evaluations each). Returns
+/// the first front of the plans it visited that pass the filters, so the greedy still has
+/// cheaper fallbacks when the best plan does not fit.
+fn coordinate(
+    upper: &[u32; 4],
+    start: [u32; 4],
+    eval: &mut dyn FnMut(&[u32; 4]) -> nsga2::Objectives,
+    climb: Climb<'_>,
+) -> Vec<nsga2::Scored<4>> {
+    type Rank = (bool, f64);
+    const NEVER: Rank = (false, f64::NEG_INFINITY);
+    // Only looked up during the ascent; the front is sorted by genome.
+    let mut seen: rustc_hash::FxHashMap<[u32; 4], (nsga2::Objectives, Rank)> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(512, Default::default());
+    let mut visit = |g: [u32; 4]| {
+        seen.entry(g)
+            .or_insert_with(|| {
+                let f = eval(&g);
+                (f, climb(&g, &f).unwrap_or(NEVER))
+            })
+            .1
+    };
+    let better = |a: Rank, b: Rank| (a.0 && !b.0) || (a.0 == b.0 && a.1 > b.1);
+    let mut at = start;
+    let mut best = visit(at);
+    for _ in 0..8 {
+        let mut moved = false;
+        for k in 0..4 {
+            let mut line = at;
+            for v in 0..upper[k] {
+                line[k] = v;
+                let r = visit(line);
+                if better(r, best) {
+                    (best, at, moved) = (r, line, true);
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    let passing: Vec<nsga2::Scored<4>> = seen
+        .into_iter()
+        .filter(|(_, (_, r))| r.0)
+        .map(|(g, (f, _))| (g, f))
+        .collect();
+    nsga2::first_front(&passing)
 }
 
 /// Pareto candidates for one job.
-pub fn candidates(plan: &Plan<'_>, search: Search, rng: &mut SimRng) -> Vec<nsga2::Scored<4>> {
+/// `climb` scores a plan for [`Search::Coordinate`]; the other searches ignore it.
+pub fn candidates(
+    plan: &Plan<'_>,
+    search: Search,
+    rng: &mut SimRng,
+    climb: Climb<'_>,
+) -> Vec<nsga2::Scored<4>> {
     let upper = plan.upper();
     let start = plan.genes_of(&plan.current);
     let table = plan.table();
@@ -264,6 +341,7 @@ pub fn candidates(plan: &Plan<'_>, search: Search, rng: &mut SimRng) -> Vec<nsga
     match search {
         Search::Exact => return nsga2::exhaustive(&upper, &mut eval),
         Search::Nsga(settings) => return nsga2::run(&upper, &[start], &mut eval, settings, rng),
+        Search::Coordinate => return coordinate(&upper, start, &mut eval, climb),
         Search::Neighbours => {}
     }
     let mut out = Vec::new();
@@ -299,58 +377,69 @@ mod tests {
         }
     }
 
+    fn request(gpu: u32) -> dlsim_model::policy::JobRequest {
+        dlsim_model::policy::JobRequest {
+            id: 1,
+            user: "u".into(),
+            model: dlsim_traces::ModelKind::WideDeep,
+            batch_size: 512,
+            steps: 100_000,
+            dense_mb: 40.0,
+            emb_dim: 16,
+            priority: 0,
+            submit: dlsim_engine::SimTime::ZERO,
+            requested: JobConfig {
+                workers: 6,
+                ps: 3,
+                worker_cpu: 3.5,
+                worker_mem_mb: 6_000,
+                worker_gpu: gpu,
+                ps_cpu: 6.0,
+                ps_mem_mb: 9_000,
+            },
+        }
+    }
+
+    fn view(request: &dlsim_model::policy::JobRequest) -> JobView<'_> {
+        use dlsim_model::policy::{JobPhase, Sharding};
+        JobView {
+            request,
+            phase: JobPhase::Training,
+            config: request.requested,
+            running_workers: 6,
+            running_ps: 3,
+            pending_pods: 0,
+            steps_done: 1_000,
+            history: &[],
+            oom_kills: 0,
+            sharding: Sharding::Dynamic,
+            pods: Vec::new(),
+            events: &[],
+            rescaling: false,
+            restarts: [0, 0],
+        }
+    }
+
+    fn plan<'a>(job: &'a JobView<'a>) -> Plan<'a> {
+        let obs = [(cfg(6, 3, 3.5, 6.0), 9_000.0)];
+        Plan {
+            job,
+            model: fit_model(&obs, [0.4, 0.2, 0.2, 0.2]).unwrap(),
+            current: job.config,
+            thr_now: 9_000.0,
+            remaining: 5e7,
+            max_cpu: 24.0,
+            max_mem: 64 * 1_024,
+            ps_mem_used: 8_000.0,
+        }
+    }
+
     #[test]
     fn tabled_objectives_equal_the_definition_bit_for_bit() {
-        use dlsim_engine::SimTime;
-        use dlsim_model::policy::{JobPhase, JobRequest, Sharding};
         for gpu in [0, 1] {
-            let request = JobRequest {
-                id: 1,
-                user: "u".into(),
-                model: dlsim_traces::ModelKind::WideDeep,
-                batch_size: 512,
-                steps: 100_000,
-                dense_mb: 40.0,
-                emb_dim: 16,
-                priority: 0,
-                submit: SimTime::ZERO,
-                requested: JobConfig {
-                    workers: 6,
-                    ps: 3,
-                    worker_cpu: 3.5,
-                    worker_mem_mb: 6_000,
-                    worker_gpu: gpu,
-                    ps_cpu: 6.0,
-                    ps_mem_mb: 9_000,
-                },
-            };
-            let job = JobView {
-                request: &request,
-                phase: JobPhase::Training,
-                config: request.requested,
-                running_workers: 6,
-                running_ps: 3,
-                pending_pods: 0,
-                steps_done: 1_000,
-                history: &[],
-                oom_kills: 0,
-                sharding: Sharding::Dynamic,
-                pods: Vec::new(),
-                events: &[],
-                rescaling: false,
-                restarts: [0, 0],
-            };
-            let obs = [(cfg(6, 3, 3.5, 6.0), 9_000.0)];
-            let plan = Plan {
-                job: &job,
-                model: fit_model(&obs, [0.4, 0.2, 0.2, 0.2]).unwrap(),
-                current: job.config,
-                thr_now: 9_000.0,
-                remaining: 5e7,
-                max_cpu: 24.0,
-                max_mem: 64 * 1_024,
-                ps_mem_used: 8_000.0,
-            };
+            let request = request(gpu);
+            let job = view(&request);
+            let plan = plan(&job);
             let (table, u) = (plan.table(), plan.upper());
             let mut n = 0;
             for w in 0..u[0] {
@@ -367,6 +456,53 @@ mod tests {
             }
             assert!(n >= 64 * 16 * 7, "{n} genomes");
         }
+    }
+
+    /// The coordinate ascent reaches the plan with the best score of the whole space (found
+    /// by enumerating every genome) and returns a front: no plan it returns dominates
+    /// another.
+    #[test]
+    fn coordinate_ascent_finds_the_best_plan_and_returns_a_front() {
+        let request = request(0);
+        let job = view(&request);
+        let plan = plan(&job);
+        let score = |g: &[u32; 4], f: &nsga2::Objectives| {
+            let wg = super::super::weight(plan.remaining, plan.throughput_of(g), 2.5);
+            -f[1] / f[0].max(1.0) * wg
+        };
+        // Every plan passes, except those that do not grow the job.
+        let climb = |g: &[u32; 4], f: &nsga2::Objectives| Some((-f[1] > 0.0, score(g, f)));
+        let mut rng = dlsim_engine::RngStreams::new(1).stream("unused");
+        let front = candidates(&plan, Search::Coordinate, &mut rng, &climb);
+        for a in &front {
+            for b in &front {
+                assert!(!nsga2::dominates(&a.1, &b.1), "{a:?} dominates {b:?}");
+            }
+        }
+        let best = |set: &[nsga2::Scored<4>]| {
+            set.iter()
+                .map(|(g, f)| score(g, f))
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let mut all = Vec::new();
+        let u = plan.upper();
+        for w in 0..u[0] {
+            for p in 0..u[1] {
+                for cw in 0..u[2] {
+                    for cp in 0..u[3] {
+                        let g = [w, p, cw, cp];
+                        all.push((g, plan.objectives(&g)));
+                    }
+                }
+            }
+        }
+        let (found, exact) = (best(&front), best(&all));
+        assert!(
+            found > 0.0 && found == exact,
+            "ascent {found}, space {exact}"
+        );
+        // And it is not the starting plan: the job is worth growing.
+        assert!(front.iter().any(|(g, _)| plan.config(g) != plan.current));
     }
 
     #[test]

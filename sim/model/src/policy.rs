@@ -237,6 +237,15 @@ pub struct ClusterView<'a> {
     pub jobs: Vec<JobView<'a>>,
 }
 
+impl ClusterView<'_> {
+    /// Drops a policy's per-job state of the jobs no longer in the view (they ended).
+    pub fn forget_ended<T>(&self, state: &mut std::collections::BTreeMap<u64, T>) {
+        let active: std::collections::BTreeSet<u64> =
+            self.jobs.iter().map(|j| j.request.id).collect();
+        state.retain(|id, _| active.contains(id));
+    }
+}
+
 /// How a change of PS count or per-pod resources is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -104,7 +104,7 @@ fn decision(c: &mut Criterion) {
         }
         // The policy's climb score: RE x WG (rho = 2.5); no filters or quota.
         let climb = |g: &[u32; 4], f: &[f64; 2]| {
-            let wg = dlsim_policies::dlrover::weight(p.remaining, p.throughput_of(g), 2.5);
+            let wg = dlsim_policies::dlrover::weight(p.remaining, p.throughput(&p.sized(g)), 2.5);
             Some((true, -f[1] / f[0].max(1.0) * wg))
         };
         group.bench_function(name, |b| {

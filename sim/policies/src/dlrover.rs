@@ -88,6 +88,24 @@ struct Tracked {
     entry: Option<DbEntry>,
 }
 
+/// A plan is worth taking only with a gain worth a rescale, at a marginal efficiency (gain
+/// per extra core-equivalent) of at least `min_eff` of the job's current throughput per
+/// core, and within `quota` times the job's requested cores (or what it has now).
+struct Filters {
+    min_gain: f64,
+    min_gain_per_cost: f64,
+    quota: f64,
+}
+
+impl Filters {
+    /// Whether a plan's (cost, -gain) passes the gain and efficiency filters.
+    fn pass(&self, f: &nsga2::Objectives) -> bool {
+        let (cost, gain) = (f[0], -f[1]);
+        // Diminishing returns: each extra core must still pay a fair share.
+        gain > self.min_gain && (cost <= 0.0 || gain / cost >= self.min_gain_per_cost)
+    }
+}
+
 pub struct Dlrover {
     warm_start: bool,
     search: Search,
@@ -210,70 +228,64 @@ impl Dlrover {
             max_mem,
             ps_mem_used,
         };
+        let filters = self.filters(&plan);
         // The plan's own term of the cluster objective (RE x WG); plans that pass the
-        // filters of `worth` rank above those that do not, which still guide the ascent
-        // towards them. The quota is a wall.
-        let quota = self.quota_cores(job);
+        // filters rank above those that do not, which still guide the ascent towards
+        // them. The quota is a wall.
         let climb = |g: &[u32; 4], f: &nsga2::Objectives| {
-            (plan.cores_of(g) <= quota).then(|| {
+            let c = plan.sized(g);
+            (c.total().cpu_cores() <= filters.quota).then(|| {
                 let re = -f[1] / f[0].max(1.0);
-                (
-                    self.passes(&plan, f),
-                    re * weight(remaining, plan.throughput_of(g), self.rho),
-                )
+                let wg = weight(remaining, plan.throughput(&c), self.rho);
+                (filters.pass(f), re * wg)
             })
         };
         let front = plan::candidates(&plan, self.search, rng, &climb);
-        self.worth_their_cost(&plan, front)
+        self.worth_their_cost(&plan, &filters, front)
     }
 
     /// The front's plans that pass the cost filters, scored RE x WG (Eq. 11-13).
-    fn worth_their_cost(&self, plan: &Plan<'_>, front: Vec<nsga2::Scored<4>>) -> Vec<Candidate> {
-        front
-            .iter()
-            .filter_map(|(g, f)| self.worth(plan, g, f))
-            .collect()
-    }
-
-    /// The most cores a plan may give the job: `quota` times its request (at least 4
-    /// cores), or what it has now if that is more.
-    fn quota_cores(&self, job: &JobView<'_>) -> f64 {
-        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
-        quota.max(job.config.total().cpu_cores().max(1.0))
-    }
-
-    /// Whether a plan's (cost, -gain) passes the filters: a gain worth a rescale, at a
-    /// marginal efficiency of at least `min_eff` of the job's current one.
-    fn passes(&self, plan: &Plan<'_>, f: &nsga2::Objectives) -> bool {
-        let cores_now = plan.job.config.total().cpu_cores().max(1.0);
-        let (cost, gain) = (f[0], -f[1]);
-        // Diminishing returns: each extra core must still pay a fair share.
-        gain > 0.02 * plan.thr_now
-            && (cost <= 0.0 || gain / cost >= self.min_eff * plan.thr_now / cores_now)
-    }
-
-    /// One plan, if it passes the cost filters: its RE x WG score and resource deltas.
-    fn worth(&self, plan: &Plan<'_>, g: &[u32; 4], f: &nsga2::Objectives) -> Option<Candidate> {
-        if !self.passes(plan, f) {
-            return None;
+    fn worth_their_cost(
+        &self,
+        plan: &Plan<'_>,
+        filters: &Filters,
+        front: Vec<nsga2::Scored<4>>,
+    ) -> Vec<Candidate> {
+        let now = plan.current.total();
+        let mut out = Vec::new();
+        for (g, f) in front {
+            if !filters.pass(&f) {
+                continue;
+            }
+            let c = plan.config(&g);
+            let extra = c.total();
+            if extra.cpu_cores() > filters.quota {
+                continue;
+            }
+            let (cost, gain) = (f[0], -f[1]);
+            let re = gain / cost.max(1.0);
+            let wg = weight(plan.remaining, plan.throughput(&c), self.rho);
+            out.push(Candidate {
+                score: re * wg,
+                job: plan.job.request.id,
+                config: c,
+                d_cpu: extra.cpu_cores() - now.cpu_cores(),
+                d_mem: extra.mem_mb as f64 - now.mem_mb as f64,
+            });
         }
+        out
+    }
+
+    /// The plan's cost filters (our guards, see the module docs).
+    fn filters(&self, plan: &Plan<'_>) -> Filters {
         let job = plan.job;
-        let now = job.config.total();
-        let (cost, gain) = (f[0], -f[1]);
-        let c = plan.config(g);
-        let extra = c.total();
-        if extra.cpu_cores() > self.quota_cores(job) {
-            return None;
+        let cores_now = job.config.total().cpu_cores().max(1.0);
+        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
+        Filters {
+            min_gain: 0.02 * plan.thr_now,
+            min_gain_per_cost: self.min_eff * plan.thr_now / cores_now,
+            quota: quota.max(cores_now),
         }
-        let re = gain / cost.max(1.0);
-        let wg = weight(plan.remaining, plan.throughput(&c), self.rho);
-        Some(Candidate {
-            score: re * wg,
-            job: job.request.id,
-            config: c,
-            d_cpu: extra.cpu_cores() - now.cpu_cores(),
-            d_mem: extra.mem_mb as f64 - now.mem_mb as f64,
-        })
     }
 
     /// Records what the job's master reports, and fills the DB when a job is gone.

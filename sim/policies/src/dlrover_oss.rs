@@ -504,10 +504,7 @@ impl Policy for DlroverOss {
             let state = jobs.entry(job.request.id).or_insert_with(JobState::new);
             out.extend(self.decide(state, job, view.now));
         }
-        // Forget the jobs that ended.
-        let active: std::collections::BTreeSet<u64> =
-            view.jobs.iter().map(|j| j.request.id).collect();
-        jobs.retain(|id, _| active.contains(id));
+        view.forget_ended(&mut jobs);
         self.jobs = jobs;
         out
     }

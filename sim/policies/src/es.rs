@@ -318,8 +318,7 @@ impl Policy for Es {
     }
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
-        let active: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
-        self.jobs.retain(|id, _| active.contains(id));
+        view.forget_ended(&mut self.jobs);
         let mut free = FreeNodes::new(view.nodes);
         free.reserve_pending(&view.jobs);
         let mut actions = Vec::new();

@@ -31,7 +31,7 @@
 //! requested, so a smaller PS count does not run out of memory sooner.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::SimTime;
@@ -491,8 +491,7 @@ impl Policy for Optimus {
     }
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
-        let active: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
-        self.jobs.retain(|id, _| active.contains(id));
+        view.forget_ended(&mut self.jobs);
         let mut free = FreeNodes::new(view.nodes);
         free.reserve_pending(&view.jobs);
         let mut actions = Vec::new();

@@ -170,17 +170,10 @@ impl Plan<'_> {
         ]
     }
 
-    /// The model's throughput at genome `g` (what [`Plan::throughput`] gives for
-    /// `config(g)`, without working out its memory).
-    pub fn throughput_of(&self, g: &[u32; 4]) -> f64 {
-        let c = self.config_with(g, self.current.ps_mem_mb);
-        self.throughput(&c)
-    }
-
-    /// Cores the plan at genome `g` requests.
-    pub fn cores_of(&self, g: &[u32; 4]) -> f64 {
-        let c = self.config_with(g, self.current.ps_mem_mb);
-        f64::from(c.workers) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu
+    /// The plan at genome `g` with the current PS memory: its counts and per-pod CPU as
+    /// [`Plan::config`] gives them, without working out the PS memory split.
+    pub fn sized(&self, g: &[u32; 4]) -> JobConfig {
+        self.config_with(g, self.current.ps_mem_mb)
     }
 
     pub fn throughput(&self, c: &JobConfig) -> f64 {
@@ -467,7 +460,7 @@ mod tests {
         let job = view(&request);
         let plan = plan(&job);
         let score = |g: &[u32; 4], f: &nsga2::Objectives| {
-            let wg = super::super::weight(plan.remaining, plan.throughput_of(g), 2.5);
+            let wg = super::super::weight(plan.remaining, plan.throughput(&plan.sized(g)), 2.5);
             -f[1] / f[0].max(1.0) * wg
         };
         // Every plan passes, except those that do not grow the job.

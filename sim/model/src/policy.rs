@@ -100,6 +100,10 @@ pub struct ProfileSample {
     pub time: SimTime,
     pub running_workers: u32,
     pub running_ps: u32,
+    /// CPU cores requested per worker and per PS when the sample was taken (the job's
+    /// configuration then, which a rescale may since have changed).
+    pub worker_cpu: f64,
+    pub ps_cpu: f64,
     pub steps_per_s: f64,
     /// Mean CPU cores used per running worker and per PS.
     pub worker_cpu_used: f64,

@@ -77,7 +77,7 @@ fn decision(c: &mut Criterion) {
         restarts: [0, 0],
     };
     let obs = observations(&job);
-    let split = plan::split_from_utilisation(0.6, 0.3);
+    let split = plan::split_from_utilisation(0.6, 0.3, 0.5);
     let model = plan::fit_model(&obs, split).expect("fits");
     let make = |model| Plan {
         job: &job,
@@ -88,6 +88,8 @@ fn decision(c: &mut Criterion) {
         max_cpu: 64.0,
         max_mem: 256 * 1_024,
         ps_mem_used: 12_000.0,
+        quota_cores: 4.0 * job.request.requested.total().cpu_cores(),
+        worker_mem_used: 3_000.0,
     };
     let mut group = c.benchmark_group("dlrover_decision");
     group.bench_function("fit", |b| b.iter(|| plan::fit_model(&obs, split)));

@@ -71,6 +71,10 @@ use dlsim_model::policy::{
 use plan::{fit_config, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Below this many observed configurations the model's gains are extrapolations: the
+/// efficiency filter is waived, so any predicted gain is taken (and teaches the fit).
+const EXPLORE_CONFIGS: usize = 4;
+
 #[derive(Clone, Debug, Default)]
 struct Tracked {
     /// (w, p, worker cores, ps cores) -> observed throughputs, samples/s.
@@ -82,23 +86,28 @@ struct Tracked {
     /// Consecutive plans that changed nothing (back-off).
     idle_plans: usize,
     oom_seen: usize,
-    /// The prior's split of an iteration, from the first profile's CPU utilisation.
-    split: Option<[f64; 4]>,
+    /// The first profile's (worker, PS) CPU utilisation, and the prior's split of an
+    /// iteration chosen from it (re-chosen whenever a new configuration is observed).
+    util: Option<(f64, f64)>,
+    /// How many times the observed configuration has changed (the first counts).
+    configs: usize,
+    split: [f64; 4],
     progress: f64,
     entry: Option<DbEntry>,
 }
 
 /// A plan is worth taking only with a gain worth a rescale, at a marginal efficiency (gain
 /// per extra core-equivalent) of at least `min_eff` of the job's current throughput per
-/// core, and within `quota` times the job's requested cores (or what it has now).
+/// core. (The quota, `quota` times the job's requested cores or what it has now, is a
+/// constraint of the search itself: see [`Plan::quota_cores`].)
 struct Filters {
     min_gain: f64,
     min_gain_per_cost: f64,
-    quota: f64,
 }
 
 impl Filters {
-    /// Whether a plan's (cost, -gain) passes the gain and efficiency filters.
+    /// Whether a plan's (cost, -gain) passes the gain and efficiency filters (an
+    /// infeasible plan's never does: its gain is hugely negative).
     fn pass(&self, f: &nsga2::Objectives) -> bool {
         let (cost, gain) = (f[0], -f[1]);
         // Diminishing returns: each extra core must still pay a fair share.
@@ -170,8 +179,8 @@ impl Dlrover {
                 return Err(bad("search", "nsga=off already means one-step neighbours"));
             }
             (false, None) => Search::Neighbours,
-            (true, None | Some("nsga")) => Search::Nsga(settings),
-            (true, Some("coord")) => Search::Coordinate,
+            (true, Some("nsga")) => Search::Nsga(settings),
+            (true, None | Some("coord")) => Search::Coordinate,
             (true, _) => Search::Exact,
         };
         let db = match spec.params.get("history") {
@@ -208,14 +217,17 @@ impl Dlrover {
         max_mem: u64,
         rng: &mut SimRng,
     ) -> Vec<Candidate> {
-        let Some(model) = fit_model(&t.obs, t.split.unwrap_or([0.25; 4])) else {
+        let Some(model) = fit_model(&t.obs, t.split) else {
             return Vec::new();
         };
         let recent = t.obs.iter().rev().take(3);
         let thr_now = recent.clone().map(|o| o.1).sum::<f64>() / recent.count() as f64;
         let remaining = (job.request.steps.saturating_sub(job.steps_done)) as f64
             * f64::from(job.request.batch_size);
-        let ps_mem_used = job.history.last().map_or(0.0, |s| s.ps_mem_used_mb_max);
+        let last = job.history.last();
+        let ps_mem_used = last.map_or(0.0, |s| s.ps_mem_used_mb_max);
+        let cores_now = job.config.total().cpu_cores();
+        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
         let plan = Plan {
             job,
             model,
@@ -227,16 +239,17 @@ impl Dlrover {
             max_cpu,
             max_mem,
             ps_mem_used,
+            quota_cores: quota.max(cores_now),
+            worker_mem_used: last.map_or(0.0, |s| s.worker_mem_used_mb),
         };
-        let filters = self.filters(&plan);
+        let filters = self.filters(&plan, t.configs);
         // The plan's own term of the cluster objective (RE x WG); plans that pass the
         // filters rank above those that do not, which still guide the ascent towards
-        // them. The quota is a wall.
+        // them. Plans over the quota are never taken.
         let climb = |g: &[u32; 4], f: &nsga2::Objectives| {
-            let c = plan.sized(g);
-            (c.total().cpu_cores() <= filters.quota).then(|| {
+            plan::feasible(f).then(|| {
                 let re = -f[1] / f[0].max(1.0);
-                let wg = weight(remaining, plan.throughput(&c), self.rho);
+                let wg = weight(remaining, plan.throughput(&plan.sized(g)), self.rho);
                 (filters.pass(f), re * wg)
             })
         };
@@ -259,9 +272,6 @@ impl Dlrover {
             }
             let c = plan.config(&g);
             let extra = c.total();
-            if extra.cpu_cores() > filters.quota {
-                continue;
-            }
             let (cost, gain) = (f[0], -f[1]);
             let re = gain / cost.max(1.0);
             let wg = weight(plan.remaining, plan.throughput(&c), self.rho);
@@ -277,14 +287,17 @@ impl Dlrover {
     }
 
     /// The plan's cost filters (our guards, see the module docs).
-    fn filters(&self, plan: &Plan<'_>) -> Filters {
+    fn filters(&self, plan: &Plan<'_>, configs: usize) -> Filters {
         let job = plan.job;
+        let explore = configs < EXPLORE_CONFIGS;
         let cores_now = job.config.total().cpu_cores().max(1.0);
-        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
         Filters {
             min_gain: 0.02 * plan.thr_now,
-            min_gain_per_cost: self.min_eff * plan.thr_now / cores_now,
-            quota: quota.max(cores_now),
+            min_gain_per_cost: if explore {
+                0.0
+            } else {
+                self.min_eff * plan.thr_now / cores_now
+            },
         }
     }
 
@@ -317,6 +330,7 @@ impl Dlrover {
                     config: job.config,
                 })
                 .config = job.config;
+            let mut new_config = false;
             for s in job.history {
                 if t.last_sample.is_some_and(|l| s.time <= l) {
                     continue;
@@ -326,18 +340,28 @@ impl Dlrover {
                 if s.steps_per_s <= 0.0 || s.running_ps == 0 || job.config.ps == 0 {
                     continue;
                 }
-                let c = fit_config(job, s.running_workers, s.running_ps);
-                t.split.get_or_insert_with(|| {
-                    plan::split_from_utilisation(
-                        s.worker_cpu_used / job.config.worker_cpu.max(1e-9),
-                        s.ps_cpu_used / job.config.ps_cpu.max(1e-9),
-                    )
-                });
-                t.obs
-                    .push((c, s.steps_per_s * f64::from(job.request.batch_size)));
+                // The cores the sample ran at: a rescale since may have changed them.
+                let c = Config {
+                    worker_cores: s.worker_cpu,
+                    ps_cores: s.ps_cpu,
+                    ..fit_config(job, s.running_workers, s.running_ps)
+                };
+                t.util.get_or_insert((
+                    s.worker_cpu_used / s.worker_cpu.max(1e-9),
+                    s.ps_cpu_used / s.ps_cpu.max(1e-9),
+                ));
+                if t.obs.last().is_none_or(|o| o.0 != c) {
+                    new_config = true;
+                    t.configs += 1;
+                }
+                let thr = s.steps_per_s * f64::from(job.request.batch_size);
+                t.obs.push((c, thr));
                 if t.obs.len() > 256 {
                     t.obs.remove(0);
                 }
+            }
+            if let Some(util) = t.util.filter(|_| new_config) {
+                t.split = plan::choose_split(&t.obs, util);
             }
         }
     }

@@ -615,6 +615,8 @@ impl World {
                 time: now,
                 running_workers: job.running_workers,
                 running_ps: job.running_ps,
+                worker_cpu: job.config.worker_cpu,
+                ps_cpu: job.config.ps_cpu,
                 steps_per_s: noisy(job.rate / f64::from(job.spec.batch_size)),
                 worker_cpu_used: noisy(jp.worker_cpu_used / f64::from(job.running_workers)),
                 ps_cpu_used: noisy(jp.ps_cpu_used / f64::from(job.running_ps.max(1))),

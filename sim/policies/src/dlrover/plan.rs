@@ -45,6 +45,17 @@ pub fn resplit_ps_mem(per_ps: f64, from: u32, to: u32) -> f64 {
     PS_RUNTIME_MB + variable / f64::from(to.max(1))
 }
 
+/// Worker memory headroom over what a worker uses when a plan sizes it: workers' memory
+/// does not grow with training (their embedding cache is per batch), so the headroom only
+/// covers noise and spikes.
+const WORKER_MEM_HEADROOM: f64 = 1.5;
+
+/// A worker's memory request sized to `used` MB: the headroom, rounded up to 256 MB, at
+/// least 1 GB.
+fn worker_mem_for(used: f64) -> u64 {
+    (((used * WORKER_MEM_HEADROOM) / 256.0).ceil() as u64 * 256).max(1_024)
+}
+
 /// Whether going from `from` to `to` changes only the worker count: workers join or leave
 /// seamlessly (dynamic sharding); anything else is a migration.
 pub fn worker_only(from: &JobConfig, to: &JobConfig) -> bool {
@@ -56,16 +67,53 @@ pub fn worker_only(from: &JobConfig, to: &JobConfig) -> bool {
 
 /// The share of an iteration each part (gradient, update, sync, embedding) takes, read
 /// from CPU utilisation as a job master sees it: a worker's busy share of its cores is the
-/// gradient's share, a PS's busy share of its cores the update's, and the rest is split
-/// evenly between parameter sync and embedding lookups. Clamped to [0.05, 0.9] each.
-pub fn split_from_utilisation(worker_util: f64, ps_util: f64) -> [f64; 4] {
+/// gradient's share, a PS's busy share of its cores the update's (each clamped to
+/// [0.05, 0.9], together at most 0.9). Utilisation cannot tell parameter sync from
+/// embedding lookups: `sync` is the fraction of the rest given to sync (see
+/// [`choose_split`]).
+pub fn split_from_utilisation(worker_util: f64, ps_util: f64, sync: f64) -> [f64; 4] {
     let (mut g, mut u) = (worker_util.clamp(0.05, 0.9), ps_util.clamp(0.05, 0.9));
     if g + u > 0.9 {
         let k = 0.9 / (g + u);
         (g, u) = (g * k, u * k);
     }
-    let rest = (1.0 - g - u) / 2.0;
-    [g, u, rest, rest]
+    let rest = 1.0 - g - u;
+    [g, u, rest * sync, rest * (1.0 - sync)]
+}
+
+/// The fractions of the non-CPU time that [`choose_split`] tries for parameter sync, from
+/// the most optimistic about scaling out (little sync) to the least.
+pub const SYNC_FRACTIONS: [f64; 4] = [0.1, 0.25, 0.5, 0.8];
+
+/// How much worse (root mean squared log error) than the best split's fit a split's fit may
+/// explain the observed throughputs and still count as explaining them.
+const SPLIT_TOLERANCE: f64 = 0.02;
+
+/// The prior's split, `util` being the first profile's (worker, PS) CPU utilisation.
+/// Utilisation cannot tell sync from embedding lookups, so each of [`SYNC_FRACTIONS`] is
+/// fitted and the most optimistic one that explains the observed throughputs about as
+/// well as the best is kept (optimism under uncertainty): if scaling out then gains less
+/// than it predicted, the new profiles refute it and a later choice moves on.
+pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
+    let splits = SYNC_FRACTIONS.map(|sync| split_from_utilisation(util.0, util.1, sync));
+    if obs.iter().all(|o| o.0 == obs[0].0) {
+        return splits[0];
+    }
+    let errs = splits.map(|split| {
+        fit_model(obs, split).map_or(f64::INFINITY, |m| {
+            let sq: f64 = obs
+                .iter()
+                .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
+                .sum();
+            (sq / obs.len() as f64).sqrt()
+        })
+    });
+    let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
+    let i = errs
+        .iter()
+        .position(|&e| e <= best + SPLIT_TOLERANCE)
+        .unwrap_or(0);
+    splits[i]
 }
 
 /// NNLS/RMSLE fit with a weak prior: four pseudo-observations from a model in which each
@@ -113,6 +161,24 @@ pub struct Plan<'a> {
     pub max_cpu: f64,
     pub max_mem: u64,
     pub ps_mem_used: f64,
+    /// The most CPU cores the job may hold: plans over it are infeasible.
+    pub quota_cores: f64,
+    /// Memory a worker uses now (0 before the first profile), MB.
+    pub worker_mem_used: f64,
+}
+
+/// Both objectives of an infeasible plan start here (plus its excess cores), so every
+/// feasible plan dominates it and the fronts never mix the two; the current
+/// configuration is always feasible.
+const INFEASIBLE: f64 = 1e15;
+
+/// Whether a plan's objectives are those of a feasible plan (within the quota).
+pub fn feasible(f: &nsga2::Objectives) -> bool {
+    f[0] < INFEASIBLE
+}
+
+fn over_quota(excess_cores: f64) -> nsga2::Objectives {
+    [INFEASIBLE + excess_cores; 2]
 }
 
 impl Plan<'_> {
@@ -140,7 +206,7 @@ impl Plan<'_> {
 
     fn config_with(&self, g: &[u32; 4], ps_mem_mb: u64) -> JobConfig {
         let gpu = self.current.worker_gpu > 0;
-        JobConfig {
+        let c = JobConfig {
             workers: g[0] + 1,
             ps: g[1] + 1,
             worker_cpu: if gpu {
@@ -151,6 +217,15 @@ impl Plan<'_> {
             ps_cpu: CPU_OPTIONS[g[3] as usize],
             ps_mem_mb,
             ..self.current
+        };
+        // A migration re-creates every pod, so it also sizes worker memory to what a
+        // worker uses (vertical scaling); adding or removing workers keeps the request.
+        if worker_only(&self.current, &c) || self.worker_mem_used <= 0.0 {
+            return c;
+        }
+        JobConfig {
+            worker_mem_mb: worker_mem_for(self.worker_mem_used).min(self.max_mem),
+            ..c
         }
     }
 
@@ -205,8 +280,13 @@ impl Plan<'_> {
         thr - self.thr_now - thr * (overhead_s / remaining_s).min(1.0)
     }
 
+    /// Eq. 9's objectives (cost, -gain), or [`over_quota`]'s for a plan over the quota.
     pub fn objectives(&self, g: &[u32; 4]) -> nsga2::Objectives {
         let c = self.config(g);
+        let excess = c.total().cpu_cores() - self.quota_cores;
+        if excess > 0.0 {
+            return over_quota(excess);
+        }
         [self.cost(&c), -self.gain(&c)]
     }
 
@@ -232,6 +312,10 @@ impl Plan<'_> {
         let c = self.config_with(g, ps_mem);
         let (w, p) = (u64::from(c.workers), u64::from(c.ps));
         let cpu_milli = t.worker_milli[g[2] as usize] * w + t.ps_milli[g[3] as usize] * p;
+        let excess = cpu_milli as f64 / 1000.0 - self.quota_cores;
+        if excess > 0.0 {
+            return over_quota(excess);
+        }
         let mem_mb = c.worker_mem_mb * w + ps_mem * p;
         let cost = (cpu_milli as f64 / 1000.0 - t.now_cores)
             + (mem_mb as f64 - t.now_mem) / MB_PER_CORE_PRICE;
@@ -270,9 +354,12 @@ pub type Climb<'a> = &'a dyn Fn(&[u32; 4], &nsga2::Objectives) -> Option<(bool, 
 
 /// Coordinate ascent from the current configuration on `climb`: each sweep tries every
 /// value of one gene at a time, the others fixed, and moves to the best plan found, until
-/// a sweep finds nothing better (at most 8 sweeps, about 100 evaluations each). Returns
-/// the first front of the plans it visited that pass the filters, so the greedy still has
-/// cheaper fallbacks when the best plan does not fit.
+/// a sweep finds nothing better (at most 8 sweeps, about 100 evaluations each). A value
+/// that takes the plan over the quota is projected back into it: the same role's other
+/// gene (per-pod CPU for a count, the count for per-pod CPU) is lowered as little as
+/// needed, so the ascent can trade a few big pods for many small ones at the quota.
+/// Returns the first front of the plans it visited that pass the filters, so the greedy
+/// still has cheaper fallbacks when the best plan does not fit.
 fn coordinate(
     upper: &[u32; 4],
     start: [u32; 4],
@@ -280,30 +367,54 @@ fn coordinate(
     climb: Climb<'_>,
 ) -> Vec<nsga2::Scored<4>> {
     type Rank = (bool, f64);
-    const NEVER: Rank = (false, f64::NEG_INFINITY);
     // Only looked up during the ascent; the front is sorted by genome.
-    let mut seen: rustc_hash::FxHashMap<[u32; 4], (nsga2::Objectives, Rank)> =
+    let mut seen: rustc_hash::FxHashMap<[u32; 4], (nsga2::Objectives, Option<Rank>)> =
         rustc_hash::FxHashMap::with_capacity_and_hasher(512, Default::default());
     let mut visit = |g: [u32; 4]| {
         seen.entry(g)
             .or_insert_with(|| {
                 let f = eval(&g);
-                (f, climb(&g, &f).unwrap_or(NEVER))
+                (f, climb(&g, &f))
             })
             .1
     };
     let better = |a: Rank, b: Rank| (a.0 && !b.0) || (a.0 == b.0 && a.1 > b.1);
     let mut at = start;
-    let mut best = visit(at);
+    let mut best = visit(at).unwrap_or((false, f64::NEG_INFINITY));
     for _ in 0..8 {
         let mut moved = false;
         for k in 0..4 {
             let mut line = at;
             for v in 0..upper[k] {
                 line[k] = v;
-                let r = visit(line);
-                if better(r, best) {
-                    (best, at, moved) = (r, line, true);
+                let mut g = line;
+                let mut r = visit(g);
+                if r.is_none() {
+                    // Project back into the quota: lower one other gene (binary search:
+                    // fewer or smaller pods never use more cores) as little as needed,
+                    // and keep the best of the three projections.
+                    for j in (0..4).filter(|&j| j != k) {
+                        let mut p = line;
+                        let (mut lo, mut hi) = (0, p[j]);
+                        while lo < hi {
+                            let mid = (lo + hi).div_ceil(2);
+                            p[j] = mid;
+                            if visit(p).is_some() {
+                                lo = mid;
+                            } else {
+                                hi = mid - 1;
+                            }
+                        }
+                        p[j] = lo;
+                        if let Some(q) = visit(p) {
+                            if r.is_none_or(|r| better(q, r)) {
+                                (g, r) = (p, Some(q));
+                            }
+                        }
+                    }
+                }
+                if let Some(r) = r.filter(|&r| better(r, best)) {
+                    (best, at, moved) = (r, g, true);
                 }
             }
         }
@@ -313,7 +424,7 @@ fn coordinate(
     }
     let passing: Vec<nsga2::Scored<4>> = seen
         .into_iter()
-        .filter(|(_, (_, r))| r.0)
+        .filter(|(_, (_, r))| r.is_some_and(|r| r.0))
         .map(|(g, (f, _))| (g, f))
         .collect();
     nsga2::first_front(&passing)
@@ -424,6 +535,8 @@ mod tests {
             max_cpu: 24.0,
             max_mem: 64 * 1_024,
             ps_mem_used: 8_000.0,
+            quota_cores: 120.0,
+            worker_mem_used: 3_000.0,
         }
     }
 
@@ -463,8 +576,9 @@ mod tests {
             let wg = super::super::weight(plan.remaining, plan.throughput(&plan.sized(g)), 2.5);
             -f[1] / f[0].max(1.0) * wg
         };
-        // Every plan passes, except those that do not grow the job.
-        let climb = |g: &[u32; 4], f: &nsga2::Objectives| Some((-f[1] > 0.0, score(g, f)));
+        // Every plan within the quota passes, except those that do not grow the job.
+        let climb =
+            |g: &[u32; 4], f: &nsga2::Objectives| feasible(f).then(|| (-f[1] > 0.0, score(g, f)));
         let mut rng = dlsim_engine::RngStreams::new(1).stream("unused");
         let front = candidates(&plan, Search::Coordinate, &mut rng, &climb);
         for a in &front {
@@ -484,7 +598,10 @@ mod tests {
                 for cw in 0..u[2] {
                     for cp in 0..u[3] {
                         let g = [w, p, cw, cp];
-                        all.push((g, plan.objectives(&g)));
+                        let f = plan.objectives(&g);
+                        if feasible(&f) {
+                            all.push((g, f));
+                        }
                     }
                 }
             }
@@ -494,8 +611,94 @@ mod tests {
             found > 0.0 && found == exact,
             "ascent {found}, space {exact}"
         );
+        // The quota binds: most of the space is over it, and the best plan uses more than
+        // 90% of it.
+        assert!(all.len() < (u[0] * u[1] * u[2] * u[3] / 2) as usize);
+        let (g, _) = front.iter().find(|(g, f)| score(g, f) == found).unwrap();
+        assert!(plan.sized(g).total().cpu_cores() > 0.9 * plan.quota_cores);
         // And it is not the starting plan: the job is worth growing.
         assert!(front.iter().any(|(g, _)| plan.config(g) != plan.current));
+    }
+
+    /// Utilisation cannot tell sync from lookups: with one configuration seen the most
+    /// optimistic split is kept; once two are seen, a sync-bound job's throughputs refute
+    /// it and a lookup-bound job's do not.
+    #[test]
+    fn choose_split_keeps_the_optimistic_split_until_the_profiles_refute_it() {
+        let truth = |a_sync: f64, a_emb: f64| ThroughputParams {
+            a_grad: 1.5e-4,
+            a_upd: 0.02,
+            a_sync,
+            a_emb,
+            b_grad: 0.001,
+            b_upd: 0.001,
+            b_sync: 0.001,
+            b_emb: 0.001,
+        };
+        let (c0, c1) = (cfg(2, 1, 4.0, 4.0), cfg(16, 4, 4.0, 4.0));
+        let util = (0.1, 0.1);
+        let optimistic = split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0]);
+        for (name, t, refuted) in [
+            ("sync-bound", truth(6.0, 3e-6), true),
+            ("lookup-bound", truth(0.05, 4e-5), false),
+        ] {
+            let one = [(c0, t.throughput(&c0))];
+            assert_eq!(choose_split(&one, util), optimistic, "{name}");
+            let two = [one[0], (c1, t.throughput(&c1))];
+            assert_eq!(choose_split(&two, util) != optimistic, refuted, "{name}");
+        }
+    }
+
+    /// A migration re-creates every pod, so it sizes worker memory to what a worker uses;
+    /// adding workers keeps their request.
+    #[test]
+    fn migrations_size_worker_memory_and_adding_workers_keeps_it() {
+        let request = request(0);
+        let job = view(&request);
+        // Per-pod CPU on the options' grid and PS memory with room: adding workers
+        // changes nothing else.
+        let base = plan(&job);
+        let plan = Plan {
+            current: JobConfig {
+                worker_cpu: 4.0,
+                ..base.current
+            },
+            ps_mem_used: 1_000.0,
+            ..base
+        };
+        let now = plan.genes_of(&plan.current);
+        let more_workers = plan.config(&[now[0] + 2, now[1], now[2], now[3]]);
+        assert!(worker_only(&plan.current, &more_workers));
+        assert_eq!(more_workers.worker_mem_mb, plan.current.worker_mem_mb);
+        let more_ps = plan.config(&[now[0], now[1] + 1, now[2], now[3]]);
+        assert_eq!(
+            more_ps.worker_mem_mb, 4_608,
+            "3,000 MB used x 1.5, in 256 MB steps"
+        );
+    }
+
+    /// Plans over the quota are infeasible: the exact front holds none of them.
+    #[test]
+    fn the_exact_front_stays_within_the_quota() {
+        let request = request(0);
+        let job = view(&request);
+        let plan = Plan {
+            quota_cores: 60.0,
+            ..plan(&job)
+        };
+        let mut rng = RngStreams::new(1).stream("unused");
+        let front = candidates(&plan, Search::Exact, &mut rng, &|_, _| None);
+        assert!(front.len() > 3);
+        for (g, f) in &front {
+            assert!(feasible(f), "{g:?} {f:?}");
+            assert!(plan.config(g).total().cpu_cores() <= 60.0);
+        }
+        assert!(
+            front
+                .iter()
+                .any(|(g, _)| plan.config(g).total().cpu_cores() > 50.0),
+            "the front reaches the quota"
+        );
     }
 
     #[test]

@@ -104,10 +104,11 @@ fn decision(c: &mut Criterion) {
         if search == Search::Exact {
             group.sample_size(10);
         }
-        // The policy's climb score: RE x WG (rho = 2.5); no filters or quota.
-        let climb = |g: &[u32; 4], f: &[f64; 2]| {
-            let wg = dlsim_policies::dlrover::weight(p.remaining, p.throughput(&p.sized(g)), 2.5);
-            Some((true, -f[1] / f[0].max(1.0) * wg))
+        // The policy's climb score: RE x WG (rho = 2.5) within the quota; plans that grow
+        // the job pass (the policy's cost filters aside).
+        let climb = |f: &[f64; 2], thr: f64| {
+            let wg = dlsim_policies::dlrover::weight(p.remaining, thr, 2.5);
+            plan::feasible(f).then(|| (-f[1] > 0.0, -f[1] / f[0].max(1.0) * wg))
         };
         group.bench_function(name, |b| {
             b.iter(|| plan::candidates(&p, search, &mut rng, &climb).len())

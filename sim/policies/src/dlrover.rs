@@ -246,11 +246,10 @@ impl Dlrover {
         // The plan's own term of the cluster objective (RE x WG); plans that pass the
         // filters rank above those that do not, which still guide the ascent towards
         // them. Plans over the quota are never taken.
-        let climb = |g: &[u32; 4], f: &nsga2::Objectives| {
+        let climb = |f: &nsga2::Objectives, thr: f64| {
             plan::feasible(f).then(|| {
                 let re = -f[1] / f[0].max(1.0);
-                let wg = weight(remaining, plan.throughput(&plan.sized(g)), self.rho);
-                (filters.pass(f), re * wg)
+                (filters.pass(f), re * weight(remaining, thr, self.rho))
             })
         };
         let front = plan::candidates(&plan, self.search, rng, &climb);

@@ -270,7 +270,11 @@ impl Plan<'_> {
 
     /// Eq. 8: throughput gain net of the scaling overhead over the remaining run.
     pub fn gain(&self, c: &JobConfig) -> f64 {
-        let thr = self.throughput(c);
+        self.gain_at(c, self.throughput(c))
+    }
+
+    /// [`Plan::gain`] of `c`, whose modelled throughput is `thr`.
+    fn gain_at(&self, c: &JobConfig, thr: f64) -> f64 {
         let overhead_s = if worker_only(&self.current, c) {
             0.0
         } else {
@@ -304,26 +308,28 @@ impl Plan<'_> {
         }
     }
 
-    /// [`Plan::objectives`] from the plan's table: the same integers and the same floating
+    /// [`Plan::objectives`] from the plan's table (the same integers and the same floating
     /// operations as `cost` and `gain` on `config`, so the same bits, without re-deriving
-    /// the PS memory split and per-pod requests for every genome.
-    fn objectives_with(&self, t: &Table, g: &[u32; 4]) -> nsga2::Objectives {
+    /// the PS memory split and per-pod requests for every genome), and the plan's
+    /// modelled throughput (0 for a plan over the quota).
+    fn assess(&self, t: &Table, g: &[u32; 4]) -> (nsga2::Objectives, f64) {
         let ps_mem = t.ps_mem[g[1] as usize];
         let c = self.config_with(g, ps_mem);
         let (w, p) = (u64::from(c.workers), u64::from(c.ps));
         let cpu_milli = t.worker_milli[g[2] as usize] * w + t.ps_milli[g[3] as usize] * p;
         let excess = cpu_milli as f64 / 1000.0 - self.quota_cores;
         if excess > 0.0 {
-            return over_quota(excess);
+            return (over_quota(excess), 0.0);
         }
         let mem_mb = c.worker_mem_mb * w + ps_mem * p;
         let cost = (cpu_milli as f64 / 1000.0 - t.now_cores)
             + (mem_mb as f64 - t.now_mem) / MB_PER_CORE_PRICE;
-        [cost, -self.gain(&c)]
+        let thr = self.throughput(&c);
+        ([cost, -self.gain_at(&c, thr)], thr)
     }
 }
 
-/// Per-plan constants for [`Plan::objectives_with`].
+/// Per-plan constants for [`Plan::assess`].
 struct Table {
     /// Per-PS memory by PS count - 1.
     ps_mem: [u64; MAX_PS as usize],
@@ -348,9 +354,10 @@ pub enum Search {
     Coordinate,
 }
 
-/// How [`Search::Coordinate`] ranks a plan: plans that pass the policy's filters first,
-/// then by score; `None` for plans it may not take at all.
-pub type Climb<'a> = &'a dyn Fn(&[u32; 4], &nsga2::Objectives) -> Option<(bool, f64)>;
+/// How [`Search::Coordinate`] ranks a plan from its objectives and modelled throughput:
+/// plans that pass the policy's filters first, then by score; `None` for plans it may not
+/// take at all.
+pub type Climb<'a> = &'a dyn Fn(&nsga2::Objectives, f64) -> Option<(bool, f64)>;
 
 /// Coordinate ascent from the current configuration on `climb`: each sweep tries every
 /// value of one gene at a time, the others fixed, and moves to the best plan found, until
@@ -363,7 +370,7 @@ pub type Climb<'a> = &'a dyn Fn(&[u32; 4], &nsga2::Objectives) -> Option<(bool, 
 fn coordinate(
     upper: &[u32; 4],
     start: [u32; 4],
-    eval: &mut dyn FnMut(&[u32; 4]) -> nsga2::Objectives,
+    eval: &mut dyn FnMut(&[u32; 4]) -> (nsga2::Objectives, f64),
     climb: Climb<'_>,
 ) -> Vec<nsga2::Scored<4>> {
     type Rank = (bool, f64);
@@ -373,8 +380,8 @@ fn coordinate(
     let mut visit = |g: [u32; 4]| {
         seen.entry(g)
             .or_insert_with(|| {
-                let f = eval(&g);
-                (f, climb(&g, &f))
+                let (f, thr) = eval(&g);
+                (f, climb(&f, thr))
             })
             .1
     };
@@ -392,8 +399,9 @@ fn coordinate(
                 if r.is_none() {
                     // Project back into the quota: lower one other gene (binary search:
                     // fewer or smaller pods never use more cores) as little as needed,
-                    // and keep the best of the three projections.
-                    for j in (0..4).filter(|&j| j != k) {
+                    // and keep the better of two projections: the same role's other gene
+                    // (its per-pod CPU, or its count) or the other role's same gene.
+                    for j in [k ^ 2, k ^ 1] {
                         let mut p = line;
                         let (mut lo, mut hi) = (0, p[j]);
                         while lo < hi {
@@ -441,11 +449,13 @@ pub fn candidates(
     let upper = plan.upper();
     let start = plan.genes_of(&plan.current);
     let table = plan.table();
-    let mut eval = |g: &[u32; 4]| plan.objectives_with(&table, g);
+    let mut eval = |g: &[u32; 4]| plan.assess(&table, g).0;
     match search {
         Search::Exact => return nsga2::exhaustive(&upper, &mut eval),
         Search::Nsga(settings) => return nsga2::run(&upper, &[start], &mut eval, settings, rng),
-        Search::Coordinate => return coordinate(&upper, start, &mut eval, climb),
+        Search::Coordinate => {
+            return coordinate(&upper, start, &mut |g| plan.assess(&table, g), climb)
+        }
         Search::Neighbours => {}
     }
     let mut out = Vec::new();
@@ -553,7 +563,7 @@ mod tests {
                     for cw in 0..u[2] {
                         for cp in 0..u[3] {
                             let g = [w, p, cw, cp];
-                            let (a, b) = (plan.objectives(&g), plan.objectives_with(&table, &g));
+                            let (a, b) = (plan.objectives(&g), plan.assess(&table, &g).0);
                             assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "{g:?}");
                             n += 1;
                         }
@@ -572,13 +582,13 @@ mod tests {
         let request = request(0);
         let job = view(&request);
         let plan = plan(&job);
-        let score = |g: &[u32; 4], f: &nsga2::Objectives| {
-            let wg = super::super::weight(plan.remaining, plan.throughput(&plan.sized(g)), 2.5);
+        let score = |f: &nsga2::Objectives, thr: f64| {
+            let wg = super::super::weight(plan.remaining, thr, 2.5);
             -f[1] / f[0].max(1.0) * wg
         };
         // Every plan within the quota passes, except those that do not grow the job.
         let climb =
-            |g: &[u32; 4], f: &nsga2::Objectives| feasible(f).then(|| (-f[1] > 0.0, score(g, f)));
+            |f: &nsga2::Objectives, thr: f64| feasible(f).then(|| (-f[1] > 0.0, score(f, thr)));
         let mut rng = dlsim_engine::RngStreams::new(1).stream("unused");
         let front = candidates(&plan, Search::Coordinate, &mut rng, &climb);
         for a in &front {
@@ -588,7 +598,7 @@ mod tests {
         }
         let best = |set: &[nsga2::Scored<4>]| {
             set.iter()
-                .map(|(g, f)| score(g, f))
+                .map(|(g, f)| score(f, plan.throughput(&plan.config(g))))
                 .fold(f64::NEG_INFINITY, f64::max)
         };
         let mut all = Vec::new();
@@ -614,7 +624,10 @@ mod tests {
         // The quota binds: most of the space is over it, and the best plan uses more than
         // 90% of it.
         assert!(all.len() < (u[0] * u[1] * u[2] * u[3] / 2) as usize);
-        let (g, _) = front.iter().find(|(g, f)| score(g, f) == found).unwrap();
+        let (g, _) = front
+            .iter()
+            .find(|(g, f)| score(f, plan.throughput(&plan.config(g))) == found)
+            .unwrap();
         assert!(plan.sized(g).total().cpu_cores() > 0.9 * plan.quota_cores);
         // And it is not the starting plan: the job is worth growing.
         assert!(front.iter().any(|(g, _)| plan.config(g) != plan.current));
@@ -687,7 +700,12 @@ mod tests {
             ..plan(&job)
         };
         let mut rng = RngStreams::new(1).stream("unused");
-        let front = candidates(&plan, Search::Exact, &mut rng, &|_, _| None);
+        let front = candidates(
+            &plan,
+            Search::Exact,
+            &mut rng,
+            &|_: &nsga2::Objectives, _: f64| None,
+        );
         assert!(front.len() > 3);
         for (g, f) in &front {
             assert!(feasible(f), "{g:?} {f:?}");

@@ -12,24 +12,29 @@
 //!    - online fit of the alpha/beta model (Eq. 1-6) to the job's noisy profiles by NNLS
 //!      on log error (RMSLE), with a weak prior (see below);
 //!    - job-level candidates on the Pareto front of (resource cost, -throughput gain),
-//!      gain net of scaling overhead (Eq. 7-9). `search=` picks how the front is searched:
-//!      `nsga` (default), the paper's NSGA-II (`pop`, `gens`: its budget, default 20 and
-//!      12); `coord`, coordinate ascent on the plan's RE x WG, then the front of the plans
-//!      it visited that pass the filters (about 4x cheaper in a replay, see
-//!      ARCHITECTURE.md, "DLRover-RM's search"); `exact`, the exhaustive front (slow; the
-//!      reference). `nsga=off` (the paper's ablation name) searches no front: the
-//!      one-step neighbours of the current configuration only;
+//!      gain net of scaling overhead (Eq. 7-9), among plans within the job's quota.
+//!      `search=` picks how the front is searched: `coord` (default), coordinate ascent
+//!      on the plan's RE x WG, then the front of the plans it visited that pass the
+//!      filters; `nsga`, the paper's NSGA-II (`pop`, `gens`: its budget, default 20 and
+//!      12); `exact`, the exhaustive front (slow; the reference). See ARCHITECTURE.md,
+//!      "DLRover-RM's search", for why coordinate ascent is the default. `nsga=off` (the
+//!      paper's ablation name) searches no front: the one-step neighbours of the current
+//!      configuration only;
 //!    - cluster-level weighted greedy: maximise sum RE x WG, RE = TG / RC, WG =
 //!      1 / (remaining samples / throughput + eps)^rho (Eq. 11-14), within free capacity.
 //!
-//!    Horizontal (counts) and vertical (per-pod CPU) changes; worker-only changes join
-//!    seamlessly, anything else migrates (new pods start while old ones train).
+//!    Horizontal (counts) and vertical (per-pod CPU; worker memory sized to use at a
+//!    migration) changes; worker-only changes join seamlessly, anything else migrates
+//!    (new pods start while old ones train).
 //!
 //!    Guards against grabbing the cluster (our additions, stated as such): a plan must
 //!    keep a marginal efficiency (gain per extra core) of at least `min_eff` (default 0.5)
-//!    of the job's current throughput per core, a job's cores stay within `quota` (default
-//!    4) times its request, 10% of the cluster is kept free for arrivals, and a job whose
-//!    last plan changed nothing is re-planned less often (up to every 4 intervals).
+//!    of the job's current throughput per core (waived while the job has been seen at
+//!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
+//!    any predicted gain also teaches the fit), a job's cores stay within `quota`
+//!    (default 4) times its request, 10% of the cluster is kept free for arrivals, and a
+//!    job whose last plan changed nothing is re-planned less often (up to every 4
+//!    intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
 //!    workers take fewer shards, failed workers return theirs); a hot PS (CPU >= 90% of its
 //!    request and 1.5x the median PS) is migrated to a PS with twice the CPU; OOM
@@ -38,9 +43,12 @@
 //!
 //! Simplifications (also in ARCHITECTURE.md):
 //! - The fit has a weak prior: with few distinct configurations NNLS on five unknowns is
-//!   underdetermined, so four pseudo-observations from an "equal split" model (each of
-//!   the four parts takes a quarter of the first observed iteration) are added; real
-//!   samples outnumber them within a few intervals.
+//!   underdetermined, so four pseudo-observations are added from a model in which each
+//!   part takes a share of the first observed iteration: gradient and update from worker
+//!   and PS CPU utilisation, and the rest split between sync and lookups by the most
+//!   optimistic of four fractions (10% to 80% sync) that explains the observed
+//!   throughputs about as well as the best (`plan::choose_split`); real samples
+//!   outnumber the prior within a few intervals.
 //! - The network bandwidth in the model's features is the cluster's nominal 1,250 MB/s
 //!   (a real master knows its network spec); per-pod CPU is the request (stragglers show
 //!   up only through lower observed throughput).

@@ -1,11 +1,13 @@
 //! Stage 2, job level: DLRover-RM's throughput model fitted online to the job's profiles
 //! (NNLS on log error, Eq. 1-6), and candidate plans on the Pareto front of (resource cost,
-//! -throughput gain net of the scaling overhead) (Eq. 7-9), searched by NSGA-II.
+//! -throughput gain net of the scaling overhead) (Eq. 7-9) among the plans within the
+//! job's quota, searched by coordinate ascent (default), NSGA-II or enumeration.
 //!
-//! Simplifications (also in ARCHITECTURE.md): the fit adds a weak "equal split" prior
-//! while few configurations have been seen; the bandwidth feature is the nominal 1,250
-//! MB/s; per-pod CPU is the request; the overhead of Eq. 8 is a fixed 30 s of lost training
-//! for a migration and none for adding workers; 1 core is priced as 4 GB of memory.
+//! Simplifications (also in ARCHITECTURE.md): the fit adds a weak prior (a split of the
+//! first observed iteration, chosen by the observed throughputs) while few configurations
+//! have been seen; the bandwidth feature is the nominal 1,250 MB/s; per-pod CPU is the
+//! request; the overhead of Eq. 8 is a fixed 30 s of lost training for a migration and
+//! none for adding workers; 1 core is priced as 4 GB of memory.
 
 use crate::nsga2;
 use dlsim_engine::SimRng;

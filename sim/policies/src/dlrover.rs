@@ -79,8 +79,9 @@ use dlsim_model::policy::{
 use plan::{fit_config, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Below this many observed configurations the model's gains are extrapolations: the
-/// efficiency filter is waived, so any predicted gain is taken (and teaches the fit).
+/// Until the job has been observed at this many configurations (counting each change of
+/// configuration), the model's gains are extrapolations: the efficiency filter is waived,
+/// so any predicted gain is taken (and teaches the fit).
 const EXPLORE_CONFIGS: usize = 4;
 
 #[derive(Clone, Debug, Default)]

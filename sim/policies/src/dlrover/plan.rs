@@ -247,12 +247,6 @@ impl Plan<'_> {
         ]
     }
 
-    /// The plan at genome `g` with the current PS memory: its counts and per-pod CPU as
-    /// [`Plan::config`] gives them, without working out the PS memory split.
-    pub fn sized(&self, g: &[u32; 4]) -> JobConfig {
-        self.config_with(g, self.current.ps_mem_mb)
-    }
-
     pub fn throughput(&self, c: &JobConfig) -> f64 {
         self.model.throughput(&Config {
             workers: c.workers,
@@ -364,9 +358,10 @@ pub type Climb<'a> = &'a dyn Fn(&nsga2::Objectives, f64) -> Option<(bool, f64)>;
 /// Coordinate ascent from the current configuration on `climb`: each sweep tries every
 /// value of one gene at a time, the others fixed, and moves to the best plan found, until
 /// a sweep finds nothing better (at most 8 sweeps, about 100 evaluations each). A value
-/// that takes the plan over the quota is projected back into it: the same role's other
-/// gene (per-pod CPU for a count, the count for per-pod CPU) is lowered as little as
-/// needed, so the ascent can trade a few big pods for many small ones at the quota.
+/// that takes the plan over the quota is projected back into it by lowering, as little as
+/// needed, the same role's other gene (per-pod CPU for a count, the count for per-pod CPU)
+/// or the other role's same gene, whichever scores better: at the quota the ascent can
+/// then trade big pods for many small ones, or workers for PS.
 /// Returns the first front of the plans it visited that pass the filters, so the greedy
 /// still has cheaper fallbacks when the best plan does not fit.
 fn coordinate(
@@ -630,7 +625,7 @@ mod tests {
             .iter()
             .find(|(g, f)| score(f, plan.throughput(&plan.config(g))) == found)
             .unwrap();
-        assert!(plan.sized(g).total().cpu_cores() > 0.9 * plan.quota_cores);
+        assert!(plan.config(g).total().cpu_cores() > 0.9 * plan.quota_cores);
         // And it is not the starting plan: the job is worth growing.
         assert!(front.iter().any(|(g, _)| plan.config(g) != plan.current));
     }

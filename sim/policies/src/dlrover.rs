@@ -64,19 +64,21 @@ pub mod plan;
 mod post;
 mod warm;
 
-pub use greedy::{select, weight, Candidate};
-pub use plan::{fit_model, resplit_ps_mem, Search};
-pub use warm::{ConfigDb, DbEntry};
+pub use greedy::weight;
+use greedy::{select, Candidate};
+use plan::Search;
+use warm::{ConfigDb, DbEntry};
 
 use crate::nsga2;
+use crate::optimus::{max_node_cores, max_node_mem_mb};
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
-    Action, ClusterView, JobPhase, JobView, OomRelaunch, Policy, RescaleMethod, Sharding,
+    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, Policy, RescaleMethod, Sharding,
 };
-use plan::{fit_config, Plan};
+use plan::{fit_config, fit_model, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Until the job has been observed at this many configurations (counting each change of
@@ -86,7 +88,8 @@ const EXPLORE_CONFIGS: usize = 4;
 
 #[derive(Clone, Debug, Default)]
 struct Tracked {
-    /// (w, p, worker cores, ps cores) -> observed throughputs, samples/s.
+    /// Observed (configuration, throughput in samples/s), one per profile, oldest first;
+    /// the latest 256.
     obs: Vec<(Config, f64)>,
     last_sample: Option<SimTime>,
     last_action: Option<SimTime>,
@@ -94,21 +97,36 @@ struct Tracked {
     fresh: usize,
     /// Consecutive plans that changed nothing (back-off).
     idle_plans: usize,
-    oom_seen: usize,
-    /// The first profile's (worker, PS) CPU utilisation, and the prior's split of an
-    /// iteration chosen from it (re-chosen whenever a new configuration is observed).
+    /// When the last OOM kill the policy reacted to happened.
+    last_oom: Option<SimTime>,
+    /// The first profile's (worker, PS) CPU utilisation.
     util: Option<(f64, f64)>,
     /// How many times the observed configuration has changed (the first counts).
     configs: usize,
+    /// The prior's split of an iteration, chosen from `util` and the observations
+    /// (`plan::choose_split`) whenever a new configuration is observed ...
     split: [f64; 4],
+    /// ... but only when a plan needs it: `Some(n)` says it is due over the first `n`
+    /// observations (the list only grows until it is resolved, see `resolve_split`).
+    split_due: Option<usize>,
     progress: f64,
     entry: Option<DbEntry>,
 }
 
+impl Tracked {
+    /// Chooses the prior's split if a new configuration has made it due, over exactly the
+    /// observations there were then.
+    fn resolve_split(&mut self) {
+        if let (Some(n), Some(util)) = (self.split_due.take(), self.util) {
+            self.split = plan::choose_split(&self.obs[..n], util);
+        }
+    }
+}
+
 /// A plan is worth taking only with a gain worth a rescale, at a marginal efficiency (gain
 /// per extra core-equivalent) of at least `min_eff` of the job's current throughput per
-/// core. (The quota, `quota` times the job's requested cores or what it has now, is a
-/// constraint of the search itself: see [`Plan::quota_cores`].)
+/// core. (The quota, `quota` times the job's requested cores (at least 4) or what it has
+/// now, is a constraint of the search itself: see [`Plan::quota_cores`].)
 struct Filters {
     min_gain: f64,
     min_gain_per_cost: f64,
@@ -158,7 +176,7 @@ impl Dlrover {
         ])?;
         let bad = |key: &str, why: &str| spec.bad_value(key, why);
         let interval_s = spec.f64_or("interval_s", 180.0)?;
-        if interval_s.is_nan() || interval_s < 1.0 {
+        if interval_s < 1.0 {
             return Err(bad("interval_s", "must be >= 1"));
         }
         let mu = spec.f64_or("mu", 0.5)?;
@@ -256,10 +274,7 @@ impl Dlrover {
         // filters rank above those that do not, which still guide the ascent towards
         // them. Plans over the quota are never taken.
         let climb = |f: &nsga2::Objectives, thr: f64| {
-            plan::feasible(f).then(|| {
-                let re = -f[1] / f[0].max(1.0);
-                (filters.pass(f), re * weight(remaining, thr, self.rho))
-            })
+            plan::feasible(f).then(|| (filters.pass(f), self.score(f, remaining, thr)))
         };
         let front = plan::candidates(&plan, self.search, rng, &climb);
         self.worth_their_cost(&plan, &filters, front)
@@ -280,11 +295,8 @@ impl Dlrover {
             }
             let c = plan.config(&g);
             let extra = c.total();
-            let (cost, gain) = (f[0], -f[1]);
-            let re = gain / cost.max(1.0);
-            let wg = weight(plan.remaining, plan.throughput(&c), self.rho);
             out.push(Candidate {
-                score: re * wg,
+                score: self.score(&f, plan.remaining, plan.throughput(&c)),
                 job: plan.job.request.id,
                 config: c,
                 d_cpu: extra.cpu_cores() - now.cpu_cores(),
@@ -292,6 +304,12 @@ impl Dlrover {
             });
         }
         out
+    }
+
+    /// A plan's term of the cluster objective, RE x WG (Eq. 11-13): its gain per unit of
+    /// cost, weighted by how soon the job would finish at the plan's throughput `thr`.
+    fn score(&self, f: &nsga2::Objectives, remaining: f64, thr: f64) -> f64 {
+        -f[1] / f[0].max(1.0) * weight(remaining, thr, self.rho)
     }
 
     /// The plan's cost filters (our guards, see the module docs).
@@ -311,19 +329,18 @@ impl Dlrover {
 
     /// Records what the job's master reports, and fills the DB when a job is gone.
     fn observe(&mut self, view: &ClusterView<'_>) {
+        // Ended jobs leave, in id order; those that completed fill the config DB.
         let present: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
-        let gone: Vec<u64> = self
-            .jobs
-            .keys()
-            .copied()
-            .filter(|id| !present.contains(id))
-            .collect();
-        for id in gone {
-            let t = self.jobs.remove(&id).expect("listed");
-            if let Some(e) = t.entry.filter(|_| t.progress >= 0.95) {
-                self.db.push(e);
+        let db = &mut self.db;
+        self.jobs.retain(|id, t| {
+            let keep = present.contains(id);
+            if !keep && t.progress >= 0.95 {
+                if let Some(e) = t.entry.take() {
+                    db.push(e);
+                }
             }
-        }
+            keep
+        });
         for job in &view.jobs {
             let t = self.jobs.entry(job.request.id).or_default();
             t.progress = job.steps_done as f64 / (job.request.steps.max(1)) as f64;
@@ -365,11 +382,13 @@ impl Dlrover {
                 let thr = s.steps_per_s * f64::from(job.request.batch_size);
                 t.obs.push((c, thr));
                 if t.obs.len() > 256 {
+                    // A due split is chosen over the observations it was due over.
+                    t.resolve_split();
                     t.obs.remove(0);
                 }
             }
-            if let Some(util) = t.util.filter(|_| new_config) {
-                t.split = plan::choose_split(&t.obs, util);
+            if new_config {
+                t.split_due = Some(t.obs.len());
             }
         }
     }
@@ -418,17 +437,7 @@ impl Policy for Dlrover {
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         self.observe(view);
-        let max_cpu = view
-            .nodes
-            .iter()
-            .map(|n| n.capacity.cpu_cores())
-            .fold(0.0, f64::max);
-        let max_mem = view
-            .nodes
-            .iter()
-            .map(|n| n.capacity.mem_mb)
-            .max()
-            .unwrap_or(0);
+        let (max_cpu, max_mem) = (max_node_cores(view.nodes), max_node_mem_mb(view.nodes));
         let mut actions = Vec::new();
         let mut busy = BTreeSet::new();
         if self.post {
@@ -453,7 +462,7 @@ impl Policy for Dlrover {
         free_cpu -= 0.1 * view.capacity.cpu_cores();
         free_mem -= 0.1 * view.capacity.mem_mb as f64;
         // Stage 2: candidates per job, then the weighted greedy across jobs (Eq. 11-14).
-        let mut planned: Vec<(&JobView<'_>, &Tracked)> = Vec::new();
+        let mut planned: Vec<&JobView<'_>> = Vec::new();
         for job in &view.jobs {
             let id = job.request.id;
             if busy.contains(&id) || job.phase != JobPhase::Training || job.rescaling {
@@ -470,7 +479,13 @@ impl Policy for Dlrover {
             if t.fresh < wait || !settled || t.obs.is_empty() {
                 continue;
             }
-            planned.push((job, t));
+            planned.push(job);
+        }
+        for job in &planned {
+            self.jobs
+                .get_mut(&job.request.id)
+                .expect("tracked")
+                .resolve_split();
         }
         // One stream serves every plan, in job order, so a job's plan depends on how many
         // jobs planned before it. Per-job streams would decouple them (and let jobs plan
@@ -478,20 +493,19 @@ impl Policy for Dlrover {
         let mut rng = self.rng.clone();
         let cands: Vec<Candidate> = planned
             .iter()
-            .flat_map(|&(job, t)| self.candidates(job, t, max_cpu, max_mem, &mut rng))
+            .flat_map(|job| {
+                let t = &self.jobs[&job.request.id];
+                self.candidates(job, t, max_cpu, max_mem, &mut rng)
+            })
             .collect();
         self.rng = rng;
-        let planned: Vec<u64> = planned.iter().map(|p| p.0.request.id).collect();
+        let now: BTreeMap<u64, JobConfig> =
+            planned.iter().map(|j| (j.request.id, j.config)).collect();
         for Candidate {
             job: id, config: c, ..
         } in select(cands, &mut free_cpu, &mut free_mem, &mut busy)
         {
-            let job = view
-                .jobs
-                .iter()
-                .find(|j| j.request.id == id)
-                .expect("planned");
-            actions.push(if plan::worker_only(&job.config, &c) {
+            actions.push(if plan::worker_only(&now[&id], &c) {
                 Action::ScaleWorkers {
                     job: id,
                     workers: c.workers,
@@ -504,7 +518,7 @@ impl Policy for Dlrover {
                 }
             });
         }
-        for id in planned {
+        for id in now.into_keys() {
             let t = self.jobs.get_mut(&id).expect("tracked");
             t.fresh = 0;
             t.idle_plans = if busy.contains(&id) {

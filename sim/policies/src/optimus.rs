@@ -168,6 +168,14 @@ pub(crate) fn max_node_mem_mb(nodes: &[Node]) -> u64 {
     nodes.iter().map(|n| n.capacity.mem_mb).max().unwrap_or(0)
 }
 
+/// The most CPU cores any node has (what one pod could ever get).
+pub(crate) fn max_node_cores(nodes: &[Node]) -> f64 {
+    nodes
+        .iter()
+        .map(|n| n.capacity.cpu_cores())
+        .fold(0.0, f64::max)
+}
+
 /// Free room per node, to check that pods a policy is about to ask for would be placed.
 pub struct FreeNodes {
     free: Vec<Resources>,

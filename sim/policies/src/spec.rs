@@ -117,12 +117,7 @@ impl PolicySpec {
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-                .ok_or_else(|| SpecError::BadValue {
-                    policy: self.name.clone(),
-                    key: key.to_string(),
-                    value: v.clone(),
-                    why: "expected a number".into(),
-                }),
+                .ok_or_else(|| self.bad_value(key, "expected a number")),
         }
     }
 
@@ -152,12 +147,7 @@ impl PolicySpec {
             None => Ok(default),
             Some("on" | "true" | "1" | "yes") => Ok(true),
             Some("off" | "false" | "0" | "no") => Ok(false),
-            Some(v) => Err(SpecError::BadValue {
-                policy: self.name.clone(),
-                key: key.to_string(),
-                value: v.to_string(),
-                why: "expected on/off".into(),
-            }),
+            Some(_) => Err(self.bad_value(key, "expected on/off")),
         }
     }
 }

@@ -16,14 +16,7 @@ impl Static {
         let sharding = match spec.params.get("sharding").map(String::as_str) {
             None | Some("static") => Sharding::Static,
             Some("dynamic") => Sharding::Dynamic,
-            Some(v) => {
-                return Err(SpecError::BadValue {
-                    policy: spec.name.clone(),
-                    key: "sharding".into(),
-                    value: v.into(),
-                    why: "expected static or dynamic".into(),
-                })
-            }
+            Some(_) => return Err(spec.bad_value("sharding", "expected static or dynamic")),
         };
         Ok(Static { sharding })
     }

@@ -30,7 +30,7 @@
 //! kind's parameters, not each job's hidden perturbation, and not the memory-growth
 //! constants. Jobs without PS (imported all-reduce jobs) run as requested.
 
-use crate::optimus::{max_node_mem_mb, ps_mem_mb_for};
+use crate::optimus::{max_node_cores, max_node_mem_mb, ps_mem_mb_for};
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_fit::ThroughputParams;
 use dlsim_model::perf::{self, PerfInputs};
@@ -240,11 +240,7 @@ impl Policy for WellTuned {
             bandwidth_mb_s: truth.bandwidth_mb_s,
             gpu_core_equiv: truth.gpu_core_equiv,
         };
-        let node_cores = view
-            .nodes
-            .iter()
-            .map(|n| n.capacity.cpu_cores())
-            .fold(0.0, f64::max);
+        let node_cores = max_node_cores(view.nodes);
         let config = best_config_within(
             &model,
             job.request,

@@ -446,15 +446,21 @@ pub fn candidates(
     let upper = plan.upper();
     let start = plan.genes_of(&plan.current);
     let table = plan.table();
-    let mut eval = |g: &[u32; 4]| plan.assess(&table, g).0;
+    let assess = |g: &[u32; 4]| plan.assess(&table, g);
     match search {
-        Search::Exact => return nsga2::exhaustive(&upper, &mut eval),
-        Search::Nsga(settings) => return nsga2::run(&upper, &[start], &mut eval, settings, rng),
-        Search::Coordinate => {
-            return coordinate(&upper, start, &mut |g| plan.assess(&table, g), climb)
-        }
-        Search::Neighbours => {}
+        Search::Exact => nsga2::exhaustive(&upper, &mut |g| assess(g).0),
+        Search::Nsga(settings) => nsga2::run(&upper, &[start], &mut |g| assess(g).0, settings, rng),
+        Search::Coordinate => coordinate(&upper, start, &mut |g| assess(g), climb),
+        Search::Neighbours => neighbours(&upper, start, &mut |g| assess(g).0),
     }
+}
+
+/// The one-step neighbours of `start`: each gene one value down and one up.
+fn neighbours(
+    upper: &[u32; 4],
+    start: [u32; 4],
+    eval: &mut dyn FnMut(&[u32; 4]) -> nsga2::Objectives,
+) -> Vec<nsga2::Scored<4>> {
     let mut out = Vec::new();
     for (k, &u) in upper.iter().enumerate() {
         for step in [-1i64, 1] {
@@ -462,8 +468,7 @@ pub fn candidates(
             let v = i64::from(g[k]) + step;
             if v >= 0 && v < i64::from(u) {
                 g[k] = v as u32;
-                let f = eval(&g);
-                out.push((g, f));
+                out.push((g, eval(&g)));
             }
         }
     }

@@ -20,15 +20,17 @@ pub(super) fn post_scale(
         return None;
     }
     let id = job.request.id;
-    let ooms: Vec<Role> = job
+    // The latest OOM kill in the job's recent events, if the policy has not reacted to it
+    // yet (by time: the event list is a window, so counting kills would miss some).
+    let oom = job
         .events
         .iter()
-        .filter(|e| e.kind == PodEventKind::FailedOom)
-        .map(|e| e.role)
-        .collect();
-    if ooms.len() > t.oom_seen {
-        let role = ooms[ooms.len() - 1];
-        t.oom_seen = ooms.len();
+        .rev()
+        .find(|e| e.kind == PodEventKind::FailedOom)
+        .filter(|e| t.last_oom.is_none_or(|l| e.time > l));
+    if let Some(e) = oom {
+        let role = e.role;
+        t.last_oom = Some(e.time);
         let mut c = job.config;
         match role {
             Role::Ps => c.ps_mem_mb = (c.ps_mem_mb * 2).min(max_mem),

@@ -34,14 +34,6 @@ pub struct ConfigDb {
 }
 
 impl ConfigDb {
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     pub fn push(&mut self, e: DbEntry) {
         if self.entries.len() >= DB_LIMIT {
             self.entries.remove(0);
@@ -228,7 +220,7 @@ mod tests {
              2,u1,wide_deep,failed,1,1,1,1024,0,1,1024,1000,512,40,16\n"
         );
         let db = ConfigDb::parse(&text).unwrap();
-        assert_eq!(db.len(), 1);
+        assert_eq!(db.entries.len(), 1);
         let e = &db.entries[0];
         assert_eq!(
             (e.model, e.config.workers, e.config.ps),

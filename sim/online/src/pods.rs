@@ -32,7 +32,6 @@ pub struct Pod {
     pub loaded_at: SimTime,
     pub loaded: bool,
     pub joined: bool,
-    pub joined_at: SimTime,
     /// `(t_end_ms, trained, capacity, duration_s)` per interval while joined.
     window: VecDeque<(u64, f64, f64, f64)>,
 }
@@ -44,7 +43,6 @@ pub struct Pods {
     next_id: u64,
     /// No worker consumes before this time (stream rebuild).
     pub paused_until: SimTime,
-    pub pause_started: SimTime,
     mode: RescaleMode,
     cost: RescaleSpec,
 }
@@ -56,7 +54,6 @@ impl Pods {
             pods: Vec::new(),
             next_id: 0,
             paused_until: SimTime::ZERO,
-            pause_started: SimTime::ZERO,
             mode: cost.mode,
             cost: cost.clone(),
         };
@@ -76,7 +73,6 @@ impl Pods {
                 loaded_at: SimTime::ZERO,
                 loaded: true,
                 joined: true,
-                joined_at: SimTime::ZERO,
                 window: VecDeque::new(),
             });
         }
@@ -102,7 +98,6 @@ impl Pods {
             loaded_at: now + SimTime::from_secs_f64_ceil(self.cost.load_s()),
             loaded: false,
             joined: false,
-            joined_at: now,
             window: VecDeque::new(),
         }
     }
@@ -144,9 +139,6 @@ impl Pods {
 
     fn pause(&mut self, now: SimTime) {
         let until = now + SimTime::from_secs_f64_ceil(self.cost.stream_rebuild_s);
-        if self.paused_until <= now {
-            self.pause_started = now;
-        }
         self.paused_until = self.paused_until.max(until);
     }
 
@@ -163,14 +155,12 @@ impl Pods {
         match self.mode {
             RescaleMode::Rolling => {
                 self.pods[i].joined = true;
-                self.pods[i].joined_at = now;
                 self.pause(now);
             }
             RescaleMode::Restart => {
                 if self.pods.iter().all(|p| p.loaded) {
                     for p in &mut self.pods {
                         p.joined = true;
-                        p.joined_at = now;
                     }
                     self.pause(now);
                 }

@@ -123,11 +123,7 @@ fn throughput_fit(
     prof: &[crate::throughput::ProfilePoint],
     repeats: u32,
 ) -> serde_json::Value {
-    let kale_form = match mode {
-        TrainMode::Sync => FitForm::KaleSync,
-        TrainMode::Async => FitForm::KaleAsync,
-    };
-    let (_, kale) = fit_and_score(kale_form, prof, repeats);
+    let (_, kale) = fit_and_score(FitForm::kale(mode), prof, repeats);
     let (_, ernest) = fit_and_score(FitForm::Ernest, prof, repeats);
     serde_json::json!({ "kale": kale, "ernest": ernest })
 }

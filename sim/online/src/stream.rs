@@ -169,11 +169,11 @@ impl Stream {
         if w == 0 || cap <= 0.0 {
             return out;
         }
-        let demand: Vec<f64> = (0..w)
-            .map(|i| self.range(i, w).map(|j| self.parts[j].backlog()).sum())
-            .collect();
         let mut caps = vec![cap; w];
         if let Some(cfg) = shuffle {
+            let demand: Vec<f64> = (0..w)
+                .map(|i| self.range(i, w).map(|j| self.parts[j].backlog()).sum())
+                .collect();
             out.forwarded = forward(&demand, &mut caps, cap / dt.max(1e-9), cfg);
         }
         for (i, &cap_i) in caps.iter().enumerate() {
@@ -239,8 +239,9 @@ fn forward(demand: &[f64], caps: &mut [f64], rate: f64, cfg: ShuffleConfig) -> f
         })
         .collect();
     let (ex, sp): (f64, f64) = (excess.iter().sum(), spare.iter().sum());
-    // The sender pays cost_frac per forwarded sample, so it can hand off at most
-    // excess / (1 - cost_frac)... but never more than the receivers can take.
+    // What moves is the smaller of the senders' excess and the receivers' spare room;
+    // a sender pays cost_frac per forwarded sample, so its capacity grows by
+    // (1 - cost_frac) of what it hands off.
     let moved = ex.min(sp);
     if moved <= 0.0 {
         return 0.0;
@@ -266,17 +267,24 @@ fn oldest_first(parts: &[Partition], cap: f64, t1_ms: u64) -> Vec<f64> {
     if total <= cap {
         return backlog;
     }
-    let need = |t: f64| -> Vec<f64> {
-        parts
-            .iter()
-            .map(|p| (p.arrived_at(t) - p.consumed).clamp(0.0, p.backlog()))
-            .collect()
-    };
+    let need_of = |p: &Partition, t: f64| (p.arrived_at(t) - p.consumed).clamp(0.0, p.backlog());
+    let need = |t: f64| -> Vec<f64> { parts.iter().map(|p| need_of(p, t)).collect() };
+    // Up to the oldest point any partition still keeps nothing is needed: every curve's
+    // front has been consumed (pruning keeps it so).
+    let floor = parts
+        .iter()
+        .map(|p| p.curve.front().map_or(0.0, |e| e.0 as f64))
+        .fold(f64::INFINITY, f64::min);
     // Bisection on the cut time: need(T) grows with T, need(t1) = total > cap.
     let (mut lo, mut hi) = (0.0f64, t1_ms as f64);
     for _ in 0..60 {
         let mid = 0.5 * (lo + hi);
-        if need(mid).iter().sum::<f64>() <= cap {
+        let fits = if mid <= floor {
+            0.0 <= cap
+        } else {
+            parts.iter().map(|p| need_of(p, mid)).sum::<f64>() <= cap
+        };
+        if fits {
             lo = mid;
         } else {
             hi = mid;

@@ -112,6 +112,16 @@ pub enum FitForm {
     Ernest,
 }
 
+impl FitForm {
+    /// Kale's form for a training mode (Eq. 5 for sync, Eq. 6 for async).
+    pub fn kale(mode: TrainMode) -> Self {
+        match mode {
+            TrainMode::Sync => FitForm::KaleSync,
+            TrainMode::Async => FitForm::KaleAsync,
+        }
+    }
+}
+
 /// A throughput model fitted to profile points.
 #[derive(Clone, Debug, Serialize)]
 pub struct FittedModel {

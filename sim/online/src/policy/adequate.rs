@@ -4,7 +4,6 @@
 //! (labelled in outputs): an operator sizing for a known peak.
 
 use super::{num, OnlinePolicy, OnlineView};
-use crate::scenario::TrainMode;
 use crate::throughput::{fit_and_score, FitForm};
 use dlsim_engine::SimTime;
 use dlsim_policies::{PolicySpec, SpecError};
@@ -55,10 +54,7 @@ impl OnlinePolicy for Adequate {
                     .copied()
                     .fold(0.0, f64::max);
                 self.peak_sps = Some(peak);
-                let form = match view.mode {
-                    TrainMode::Sync => FitForm::KaleSync,
-                    TrainMode::Async => FitForm::KaleAsync,
-                };
+                let form = FitForm::kale(view.mode);
                 let (model, _) = fit_and_score(form, view.profile, view.profile_repeats);
                 model.min_workers_for(peak * (1.0 + self.headroom), view.max_workers)
             }

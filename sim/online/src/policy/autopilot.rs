@@ -42,14 +42,7 @@ impl Autopilot {
             {
                 Stat::Percentile(p[1..].parse::<f64>().expect("checked") / 100.0)
             }
-            Some(v) => {
-                return Err(SpecError::BadValue {
-                    policy: s.name.clone(),
-                    key: "stat".into(),
-                    value: v.into(),
-                    why: "expected decayed, max or pNN (e.g. p95)".into(),
-                })
-            }
+            Some(_) => return Err(s.bad_value("stat", "expected decayed, max or pNN (e.g. p95)")),
         };
         Ok(Autopilot {
             spec: s.canonical(),

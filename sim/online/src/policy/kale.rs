@@ -30,7 +30,6 @@
 
 use super::{forecaster, num, OnlinePolicy, OnlineView};
 use crate::forecast::Forecaster;
-use crate::scenario::TrainMode;
 use crate::stream::ShuffleConfig;
 use crate::throughput::{fit_and_score, FitErrors, FitForm, FittedModel};
 use dlsim_engine::SimTime;
@@ -133,10 +132,7 @@ impl OnlinePolicy for Kale {
 
     fn decide(&mut self, view: &OnlineView) -> Option<u32> {
         if self.model.is_none() {
-            let form = match view.mode {
-                TrainMode::Sync => FitForm::KaleSync,
-                TrainMode::Async => FitForm::KaleAsync,
-            };
+            let form = FitForm::kale(view.mode);
             self.model = Some(fit_and_score(form, view.profile, view.profile_repeats));
         }
         if view.rescaling {
@@ -202,6 +198,7 @@ impl OnlinePolicy for Kale {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::TrainMode;
 
     fn plan(parts: &[(u32, usize)]) -> Vec<u32> {
         parts

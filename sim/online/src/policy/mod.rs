@@ -137,12 +137,7 @@ pub(crate) fn choice<'a>(
     match s.params.get(key) {
         None => Ok(default),
         Some(v) if choices.contains(&v.as_str()) => Ok(v.as_str()),
-        Some(v) => Err(SpecError::BadValue {
-            policy: s.name.clone(),
-            key: key.into(),
-            value: v.clone(),
-            why: format!("expected one of {}", choices.join(", ")),
-        }),
+        Some(_) => Err(s.bad_value(key, &format!("expected one of {}", choices.join(", ")))),
     }
 }
 

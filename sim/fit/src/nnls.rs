@@ -159,8 +159,6 @@ pub(crate) struct Solver {
     a: Vec<f64>,
     b: Vec<f64>,
     scale: Vec<f64>,
-    /// `Σ_i a_ij²` of each scaled column: the first Householder norm of any passive set.
-    sumsq: Vec<f64>,
     x: Vec<f64>,
     s: Vec<f64>,
     w: Vec<f64>,
@@ -183,7 +181,6 @@ impl Solver {
             a: vec![0.0; rows * n],
             b: vec![0.0; rows],
             scale: vec![0.0; n],
-            sumsq: vec![0.0; n],
             x: vec![0.0; n],
             s: vec![0.0; n],
             w: vec![0.0; n],
@@ -242,15 +239,6 @@ impl Solver {
                 *v /= s;
             }
         }
-        let a = &self.a;
-        fold_many(
-            n,
-            &self.b,
-            rows,
-            |c| &a[c * rows..],
-            |_, v| v * v,
-            &mut self.sumsq,
-        );
         let iterations = self.lawson_hanson();
         for (xj, s) in self.x.iter_mut().zip(&self.scale) {
             *xj /= s;
@@ -340,12 +328,10 @@ impl Solver {
             dst.copy_from_slice(&self.a[j * rows..(j + 1) * rows]);
         }
         self.qr[k * rows..(k + 1) * rows].copy_from_slice(&self.b);
-        let first = self.idx.first().map(|&j| self.sumsq[j]);
         householder(
             &mut self.qr[..(k + 1) * rows],
             rows,
             k,
-            first,
             &mut self.v,
             &mut self.dots,
             &mut self.coef[..k],
@@ -358,32 +344,27 @@ impl Solver {
 }
 
 /// Least squares `min ||M c - y||` by Householder QR; rank-deficient directions get 0.
-/// `qr` holds `M`'s `k` columns then `y`, column-major with `rows` rows, and is overwritten;
-/// `first_sumsq` may give `Σ_i M_i0²` (already known to the caller). Scratch: `v` (`rows`),
-/// `dots` (`k + 2`). The arithmetic is the textbook loop's, term for term: for each
-/// reflector, `v·v` and `v·column` for every later column and `y` are independent sums,
-/// computed in one pass; the next column's norm is summed while that column is updated;
-/// of the reflected column itself only the diagonal is kept (the rest is never read).
+/// `qr` holds `M`'s `k` columns then `y`, column-major with `rows` rows, and is overwritten.
+/// Scratch: `v` (`rows`), `dots` (`k + 2`). The arithmetic is the textbook loop's, term for
+/// term: for each reflector, `v·v` and `v·column` for every later column and `y` are
+/// independent sums, computed in one pass; of the reflected column itself only the
+/// diagonal is kept (the rest is never read).
 fn householder(
     qr: &mut [f64],
     rows: usize,
     k: usize,
-    first_sumsq: Option<f64>,
     v: &mut [f64],
     dots: &mut [f64],
     coef: &mut [f64],
 ) {
     let kr = k.min(rows);
-    let mut next_sumsq = first_sumsq;
     for col in 0..kr {
         let len = rows - col;
-        let sumsq = next_sumsq.take().unwrap_or_else(|| {
-            qr[col * rows + col..(col + 1) * rows]
-                .iter()
-                .map(|t| t * t)
-                .sum::<f64>()
-        });
-        let norm = sumsq.sqrt();
+        let norm = qr[col * rows + col..(col + 1) * rows]
+            .iter()
+            .map(|t| t * t)
+            .sum::<f64>()
+            .sqrt();
         if norm == 0.0 {
             continue;
         }
@@ -416,19 +397,8 @@ fn householder(
         qr[col * rows + col] -= f * v[0];
         for c in col + 1..=k {
             let f = 2.0 * dots[1 + c - col] / vnorm2;
-            let column = &mut qr[c * rows + col..(c + 1) * rows];
-            if c == col + 1 && c < kr {
-                column[0] -= f * v[0];
-                let mut acc = sum_start();
-                for (t, vi) in column[1..].iter_mut().zip(&v[1..]) {
-                    *t -= f * vi;
-                    acc += *t * *t;
-                }
-                next_sumsq = Some(acc);
-            } else {
-                for (t, vi) in column.iter_mut().zip(v) {
-                    *t -= f * vi;
-                }
+            for (t, vi) in qr[c * rows + col..(c + 1) * rows].iter_mut().zip(v) {
+                *t -= f * vi;
             }
         }
     }
@@ -447,7 +417,7 @@ fn householder(
 
 /// Least squares `min ||M c - y||` by Householder QR (`m` row-major, rectangular);
 /// rank-deficient directions get 0.
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(test)]
 pub(crate) fn lstsq(m: Vec<Vec<f64>>, y: Vec<f64>) -> Vec<f64> {
     let rows = m.len();
     let k = m.first().map_or(0, Vec::len);
@@ -460,7 +430,7 @@ pub(crate) fn lstsq(m: Vec<Vec<f64>>, y: Vec<f64>) -> Vec<f64> {
     qr[k * rows..].copy_from_slice(&y);
     let mut coef = vec![0.0; k];
     let (mut v, mut dots) = (vec![0.0; rows], vec![0.0; k + 2]);
-    householder(&mut qr, rows, k, None, &mut v, &mut dots, &mut coef);
+    householder(&mut qr, rows, k, &mut v, &mut dots, &mut coef);
     coef
 }
 

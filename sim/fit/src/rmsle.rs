@@ -144,8 +144,9 @@ pub(crate) fn fit_rmsle_cols(x: &[f64], n: usize, y: &[f64]) -> Result<Vec<f64>,
     let mut cand = vec![0.0; n];
     let floor = 1e-12 * n as f64;
     let mut loss = log_sq_error_cols(x, &ln_y, &theta, &mut pred);
+    // `pred` holds X·theta at the top of each step: the loss of the first theta, then of
+    // each accepted candidate, computed it.
     for _ in 0..100 {
-        row_dots(x, &theta, &mut pred);
         for p in &mut pred {
             *p = p.max(floor);
         }

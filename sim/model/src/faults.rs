@@ -46,7 +46,7 @@ pub enum ColocationAction {
 }
 
 /// Diurnal demand of co-located services on a share of the nodes. On such a node, the
-/// services use `trough + (peak - trough) * (1 - cos(2 pi (t - peak_hour) / 1 day)) / 2`
+/// services use `trough + (peak - trough) * (1 + cos(2 pi (t - peak_hour) / 1 day)) / 2`
 /// of the node's CPU and memory (the peak is at `peak_hour`), times a per-node lognormal
 /// factor redrawn at every update (sigma `noise_sigma`), capped at the node.
 #[derive(Clone, Debug, Serialize, Deserialize)]

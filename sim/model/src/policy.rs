@@ -95,7 +95,7 @@ pub enum JobPhase {
 }
 
 /// One profiler sample, as a job master would report it (noisy).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ProfileSample {
     pub time: SimTime,
     pub running_workers: u32,
@@ -265,7 +265,8 @@ pub enum RescaleMethod {
 /// A decision. The world checks each and ignores (and counts) the invalid ones.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Start a submitted job with this configuration and data sharding.
+    /// Start a submitted job with this configuration (its data sharding is the policy's
+    /// [`Policy::sharding`]).
     Launch { job: u64, config: JobConfig },
     /// Set a started job's worker count. With dynamic sharding new workers join when they
     /// are up and removed workers return their unfinished shards; with static sharding the

@@ -12,15 +12,14 @@
 //! - a worker plan that changes the count is `ScaleWorkers` when the shape is unchanged,
 //!   else a `Rescale` by migration to the new shape (DLRover only gives the new shape to
 //!   pods it launches; the world has one shape per role, so all workers move — without a
-//!   pause, as workers hold no state). A plan that only reshapes is kept for the next
-//!   count change, as DLRover does.
+//!   pause, as workers hold no state). A plan that only reshapes is dropped (DLRover
+//!   would give the new shape to the next pods it launches).
 //! - a PS plan is a `Rescale` by migration; a hot-PS plan is one `ReplacePod` per PS to
 //!   migrate, one per tick (the world runs one migration at a time).
 //! - OOM: the world relaunches the pod itself (budget, `oom_memory_factor`); the policy then
 //!   re-requests the relaunched pod with `rules::oom_memory` of the killed pod's memory, in
 //!   place while it is pending, else by replacement (a PS once the job trains again). At or
-//!   above 65536 MB DLRover stops relaunching; the world's relaunch cannot be vetoed, so the
-//!   pod is relaunched unchanged until the budget ends the job.
+//!   above 65536 MB DLRover stops relaunching: `on_oom` abandons the pod.
 
 pub mod rules;
 

@@ -344,13 +344,8 @@ mod tests {
             time: SimTime::from_secs(t),
             running_workers: workers,
             running_ps: 1,
-            worker_cpu: 1.0,
-            ps_cpu: 1.0,
             steps_per_s,
-            worker_cpu_used: 0.0,
-            ps_cpu_used: 0.0,
-            worker_mem_used_mb: 0.0,
-            ps_mem_used_mb_max: 0.0,
+            ..Default::default()
         }
     }
 

@@ -668,10 +668,14 @@ fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
         oom_kills: job.oom_kills,
         sharding: job.sharding,
         pods: if with_pods {
-            job.pods
-                .iter()
-                .filter_map(|&p| observe::pod_view(p, &pods[p]))
-                .collect()
+            // Sized up front: `filter_map` gives no lower bound, so `collect` would regrow.
+            let mut v = Vec::with_capacity(job.pods.len());
+            v.extend(
+                job.pods
+                    .iter()
+                    .filter_map(|&p| observe::pod_view(p, &pods[p])),
+            );
+            v
         } else {
             Vec::new()
         },

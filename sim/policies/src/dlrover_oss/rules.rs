@@ -483,16 +483,10 @@ mod tests {
     #[test]
     fn speed_ratio_is_marginal_speed_per_added_worker_over_old_speed_per_worker() {
         let s = |workers: u32, steps_per_s: f64| ProfileSample {
-            time: SimTime::ZERO,
             running_workers: workers,
             running_ps: 1,
-            worker_cpu: 1.0,
-            ps_cpu: 1.0,
             steps_per_s,
-            worker_cpu_used: 0.0,
-            ps_cpu_used: 0.0,
-            worker_mem_used_mb: 0.0,
-            ps_mem_used_mb_max: 0.0,
+            ..Default::default()
         };
         // 2 workers at 10 steps/s, then 4 at 15: (15 - 10) / 2 / (10 / 2) = 0.5.
         let h = [s(1, 3.0), s(2, 9.0), s(2, 11.0), s(4, 14.0), s(4, 16.0)];

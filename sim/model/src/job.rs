@@ -387,23 +387,18 @@ impl Job {
             self.samples_done = after;
             return;
         };
-        let total_rate: f64 = self.worker_rates.iter().map(|&(_, r)| r).sum();
-        let share = |amount: f64| -> Vec<(usize, f64)> {
-            self.worker_rates
-                .iter()
-                .map(|&(p, r)| (p, amount * r / total_rate))
-                .collect()
-        };
+        let rates = &self.worker_rates;
+        let total_rate: f64 = rates.iter().map(|&(_, r)| r).sum();
         if total_rate > 0.0 && after > before {
             match mark_at {
                 Some(at) => {
-                    ledger.advance(&share(at - before));
+                    ledger.advance_split(rates, at - before, total_rate);
                     let saved = ledger.checkpoint();
                     self.ckpt_samples = saved.samples();
                     self.ckpt_ledger = Some(saved);
-                    ledger.advance(&share(after - at));
+                    ledger.advance_split(rates, after - at, total_rate);
                 }
-                None => ledger.advance(&share(after - before)),
+                None => ledger.advance_split(rates, after - before, total_rate),
             }
         }
         self.samples_done = ledger.samples().min(self.total_samples());

@@ -154,8 +154,18 @@ impl ShardLedger {
     /// Trains `amount[i]` samples on worker `amount[i].0`'s shards, taking new shards as
     /// they finish. Work a worker cannot place (TODO empty) goes to the shards still DOING.
     pub fn advance(&mut self, amounts: &[(usize, f64)]) {
+        self.advance_each(amounts.iter().copied());
+    }
+
+    /// [`ShardLedger::advance`] of `amount` samples split over workers by their rates:
+    /// worker `p` at rate `r` trains `amount * r / total_rate` (no list is built).
+    pub fn advance_split(&mut self, rates: &[(usize, f64)], amount: f64, total_rate: f64) {
+        self.advance_each(rates.iter().map(|&(p, r)| (p, amount * r / total_rate)));
+    }
+
+    fn advance_each(&mut self, amounts: impl Iterator<Item = (usize, f64)>) {
         let mut spare = 0.0;
-        for &(worker, amount) in amounts {
+        for (worker, amount) in amounts {
             let mut left = amount;
             // The common case, in one lookup: the worker's shard absorbs all of it.
             if let Some((shard, progress)) = self.doing.get_mut(&worker) {

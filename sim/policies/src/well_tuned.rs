@@ -134,22 +134,26 @@ pub fn best_config_within(
             }
         }
     }
-    let best = shapes
-        .iter()
-        .map(|c| model.throughput(job, c))
-        .fold(0.0, f64::max);
+    // Each shape's throughput at its most workers, computed once.
+    let at_most: Vec<f64> = shapes.iter().map(|c| model.throughput(job, c)).collect();
+    let best = at_most.iter().copied().fold(0.0, f64::max);
     let target = (1.0 - tol) * best;
     // For each shape, the fewest workers reaching the target; keep the fewest cores.
     let mut chosen: Option<(f64, f64, JobConfig)> = None;
-    for shape in shapes {
-        let Some(w) = fewest_workers(model, job, &shape, target) else {
+    for (shape, thr_most) in shapes.into_iter().zip(at_most) {
+        // No worker count of this shape can use fewer cores than one worker does.
+        let floor = shape.worker_cpu + f64::from(shape.ps) * shape.ps_cpu;
+        if chosen.is_some_and(|(k0, _, _)| floor > k0) {
+            continue;
+        }
+        let Some((w, thr)) = fewest_workers(model, job, &shape, thr_most, target) else {
             continue;
         };
         let c = JobConfig {
             workers: w,
             ..shape
         };
-        let key = (cores_of(&c), -model.throughput(job, &c));
+        let key = (cores_of(&c), -thr);
         if chosen.is_none_or(|(k0, k1, _)| key < (k0, k1)) {
             chosen = Some((key.0, key.1, c));
         }
@@ -164,8 +168,15 @@ pub fn best_config_within(
 }
 
 /// The smallest worker count in `1..=shape.workers` whose throughput reaches `target`
-/// (throughput grows with workers at fixed PS), by bisection.
-fn fewest_workers(model: &Model, job: &JobRequest, shape: &JobConfig, target: f64) -> Option<u32> {
+/// (throughput grows with workers at fixed PS), by bisection, with its throughput;
+/// `thr_most` is the throughput at `shape.workers`.
+fn fewest_workers(
+    model: &Model,
+    job: &JobRequest,
+    shape: &JobConfig,
+    thr_most: f64,
+    target: f64,
+) -> Option<(u32, f64)> {
     let at = |w: u32| {
         model.throughput(
             job,
@@ -175,19 +186,20 @@ fn fewest_workers(model: &Model, job: &JobRequest, shape: &JobConfig, target: f6
             },
         )
     };
-    if at(shape.workers) < target {
+    if thr_most < target {
         return None;
     }
-    let (mut lo, mut hi) = (1, shape.workers);
+    let (mut lo, mut hi, mut thr_hi) = (1, shape.workers, thr_most);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if at(mid) >= target {
-            hi = mid;
+        let thr = at(mid);
+        if thr >= target {
+            (hi, thr_hi) = (mid, thr);
         } else {
             lo = mid + 1;
         }
     }
-    Some(lo)
+    Some((lo, thr_hi))
 }
 
 pub struct WellTuned {

@@ -679,7 +679,7 @@ fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
         } else {
             Vec::new()
         },
-        events: &job.events,
+        events: observe::recent_events(job),
         rescaling: job.migration.is_some() || job.saving.is_some(),
         restarts: job.restarts,
     }

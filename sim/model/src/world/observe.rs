@@ -8,7 +8,7 @@
 //! policy reads pod views or the run traces observations.
 
 use super::World;
-use crate::job::{Pod, PodState, Role};
+use crate::job::{Job, Pod, PodState, Role};
 use crate::policy::{PodEvent, PodEventKind, PodPhase, PodSample, PodView};
 use dlsim_engine::SimTime;
 use rand_distr::{Distribution, StandardNormal};
@@ -19,6 +19,11 @@ pub(super) const OBSERVATIONS_HEADER: &str =
 
 /// Events kept per job for policies (older ones are dropped).
 const EVENTS_KEPT: usize = 256;
+
+/// The job's latest [`EVENTS_KEPT`] pod events, oldest first: what its policy sees.
+pub(super) fn recent_events(job: &Job) -> &[PodEvent] {
+    &job.events[job.events.len().saturating_sub(EVENTS_KEPT)..]
+}
 
 /// EWMA weight of a new worker throughput sample (ES replaces a worker whose EWMA falls
 /// below 0.8 of the median; Or et al. use alpha 0.1).
@@ -56,8 +61,10 @@ impl World {
     pub(super) fn pod_event(&mut self, now: SimTime, p: usize, kind: PodEventKind) {
         let pod = &self.pods[p];
         let job = &mut self.jobs[pod.job];
-        if job.events.len() >= EVENTS_KEPT {
-            job.events.remove(0);
+        // The list runs to twice the window and then drops its older half at once, not one
+        // event per push; policies see the latest `EVENTS_KEPT` (`recent_events`).
+        if job.events.len() >= 2 * EVENTS_KEPT {
+            job.events.drain(..EVENTS_KEPT);
         }
         job.events.push(PodEvent {
             time: now,

@@ -5,6 +5,7 @@ use crate::BadInput;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use dlsim_importers::{Format, ImportOptions};
+use dlsim_online::rates::RateFormat;
 use dlsim_traces::{generate, read_trace, write_trace, GeneratorConfig, TraceHeader};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ use std::time::Instant;
 pub enum TraceCommand {
     /// Generate an AntGroup-style trace (distributions from the papers' published statistics).
     Gen(GenArgs),
-    /// Import a public trace (openb, dlrm2025, pai2020, philly, swf) into the native format.
+    /// Import a public trace (openb, dlrm2025, pai2020, philly, swf) into the native format,
+    /// or a rate series (qps, dlrm2025-creations) for online scenarios.
     Import(ImportArgs),
     /// Print counts, distributions, arrivals by hour and outcome mix of a native trace.
     Inspect(InspectArgs),
@@ -22,12 +24,13 @@ pub enum TraceCommand {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// Source format: openb, dlrm2025, pai2020, philly or swf.
+    /// Source format: openb, dlrm2025, pai2020, philly or swf (job traces); qps or
+    /// dlrm2025-creations (rate series for online scenarios).
     #[arg(long)]
     pub format: String,
     /// Source file (CSV, or SWF plain or gzip).
     pub input: PathBuf,
-    /// Output native trace (JSON Lines).
+    /// Output: the native trace (JSON Lines), or the rate series (CSV) for a rate format.
     #[arg(long)]
     pub out: PathBuf,
     /// The source's node list: openb node list CSV, or PAI machine spec.
@@ -109,7 +112,7 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
 
 fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let wall = Instant::now();
-    if let Some(f) = dlsim_online::rates::RateFormat::parse(&a.format) {
+    if let Some(f) = RateFormat::parse(&a.format) {
         // Rate series for online scenarios (sim/online/src/rates.rs), not job traces.
         let report = dlsim_online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
             .map_err(|e| BadInput(e.to_string()))?;
@@ -117,7 +120,11 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let Some(format) = Format::parse(&a.format) else {
-        let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        let names: Vec<&str> = Format::ALL
+            .iter()
+            .map(|f| f.as_str())
+            .chain(RateFormat::ALL.iter().map(|f| f.as_str()))
+            .collect();
         return Err(BadInput(format!(
             "--format: unknown format `{}` (expected one of {})",
             a.format,

@@ -27,6 +27,8 @@ pub enum RateFormat {
 }
 
 impl RateFormat {
+    pub const ALL: [RateFormat; 2] = [RateFormat::Qps, RateFormat::Dlrm2025Creations];
+
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "qps" => Some(RateFormat::Qps),

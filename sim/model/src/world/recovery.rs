@@ -225,7 +225,7 @@ impl World {
         let j = self.pods[p].job;
         self.jobs[j].advance(now, &self.pods);
         let pod = self.pods[p].clone();
-        let standby_side = pod.standby || self.is_replacement(p);
+        let standby_side = pod.standby || pod.replaces.is_some();
         if self.jobs[j].migration.is_some() {
             // Any loss aborts a migration in flight: its new pods are given back.
             self.abort_migration(now, j);
@@ -305,10 +305,6 @@ impl World {
             Cause::Evicted => job.evictions += 1,
             Cause::NodeFailure => job.node_failures += 1,
         }
-    }
-
-    fn is_replacement(&self, p: usize) -> bool {
-        self.pods[p].replaces.is_some()
     }
 
     /// Rolls a job back to its last checkpoint (progress and, with dynamic sharding, the

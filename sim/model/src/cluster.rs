@@ -181,9 +181,14 @@ impl Cluster {
             return None;
         }
         // Iterative depth-first search, left child first, pruning subtrees whose maxima
-        // cannot hold the request.
-        let mut stack = vec![1usize];
-        while let Some(slot) = stack.pop() {
+        // cannot hold the request. The stack holds at most one pending right sibling per
+        // level plus the slot in hand, so a fixed array of 65 covers any `usize` tree.
+        let mut stack = [0usize; 65];
+        stack[0] = 1;
+        let mut len = 1;
+        while len > 0 {
+            len -= 1;
+            let slot = stack[len];
             if !req.fits_in(&self.tree[slot]) {
                 continue;
             }
@@ -194,8 +199,9 @@ impl Cluster {
                 }
                 continue;
             }
-            stack.push(2 * slot + 1);
-            stack.push(2 * slot);
+            stack[len] = 2 * slot + 1;
+            stack[len + 1] = 2 * slot;
+            len += 2;
         }
         None
     }

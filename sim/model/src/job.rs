@@ -60,6 +60,8 @@ pub struct Pod {
     /// Observations of this pod: the latest sample and a worker's samples/s EWMA.
     pub last_sample: Option<PodSample>,
     pub ewma_rate: f64,
+    /// Samples this worker trained (truth; the profiler reports it with noise).
+    pub samples_trained: f64,
 }
 
 impl Pod {
@@ -181,8 +183,6 @@ pub struct Job {
     pub ckpt_ledger: Option<ShardLedger>,
     /// Per running worker: (pod, samples/s) at the current rate.
     pub worker_rates: Vec<(usize, f64)>,
-    /// Samples each worker pod trained (truth; the profiler reports it with noise).
-    pub worker_samples: std::collections::BTreeMap<usize, f64>,
     pub migration: Option<Migration>,
     /// Stop-and-restart: saving the checkpoint before the pods stop (no training).
     pub saving: Option<JobConfig>,
@@ -238,7 +238,6 @@ impl Job {
             ledger: None,
             ckpt_ledger: None,
             worker_rates: Vec::new(),
-            worker_samples: std::collections::BTreeMap::new(),
             migration: None,
             saving: None,
             paused: false,
@@ -345,7 +344,7 @@ impl Job {
     }
 
     /// Moves progress and usage integrals forward to `now` at the current rate.
-    pub fn advance(&mut self, now: SimTime, pods: &[Pod]) {
+    pub fn advance(&mut self, now: SimTime, pods: &mut [Pod]) {
         let dt = (now - self.last_update).as_secs_f64();
         self.last_update = now;
         if dt <= 0.0 {
@@ -377,7 +376,7 @@ impl Job {
         }
         if self.rate > 0.0 {
             for &(p, r) in &self.worker_rates {
-                *self.worker_samples.entry(p).or_insert(0.0) += r * dt;
+                pods[p].samples_trained += r * dt;
             }
         }
         let Some(ledger) = self.ledger.as_mut() else {

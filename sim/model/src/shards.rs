@@ -176,9 +176,13 @@ impl ShardLedger {
                     continue;
                 }
             }
+            // The worker's DOING entry is held locally while it goes through shards and
+            // written back once (nothing else reads it meanwhile).
+            let mut current = self.doing.get(&worker).copied();
+            let had = current.is_some();
             while left > 0.0 {
-                let (shard, progress) = match self.doing.get(&worker) {
-                    Some(&d) => d,
+                let (shard, progress) = match current {
+                    Some(d) => d,
                     None => match self.take() {
                         Some(s) => (s, 0.0),
                         None => {
@@ -189,20 +193,22 @@ impl ShardLedger {
                 };
                 let need = self.size(shard) - progress;
                 if left < need {
-                    self.doing.insert(worker, (shard, progress + left));
+                    current = Some((shard, progress + left));
                     break;
                 }
                 left -= need;
                 self.complete(shard);
                 left = self.complete_fresh_in_bulk(left);
-                match self.take() {
-                    Some(s) => {
-                        self.doing.insert(worker, (s, 0.0));
-                    }
-                    None => {
-                        self.doing.remove(&worker);
-                    }
+                current = self.take().map(|s| (s, 0.0));
+            }
+            match current {
+                Some(d) => {
+                    self.doing.insert(worker, d);
                 }
+                None if had => {
+                    self.doing.remove(&worker);
+                }
+                None => {}
             }
         }
         // The tail: spare capacity finishes the shards still in progress, lowest pod first.

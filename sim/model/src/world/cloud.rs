@@ -175,7 +175,7 @@ impl World {
             }
             let j = self.pods[p].job;
             if touched.insert(j) {
-                self.jobs[j].advance(now, &self.pods);
+                self.jobs[j].advance(now, &mut self.pods);
             }
             self.pods[p].throttle = factor;
         }

@@ -72,7 +72,7 @@ impl World {
         if self.jobs[j].sharding == Sharding::Static {
             return self.rescale(now, j, config, RescaleMethod::StopRestart, queue);
         }
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         let current: Vec<usize> = self.jobs[j]
             .pods
             .iter()
@@ -125,7 +125,7 @@ impl World {
         if worker_gpu_changed && config.worker_gpu > 0 && self.jobs[j].spec.worker_gpu == 0 {
             return false; // A CPU job does not become a GPU job.
         }
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         let seamless = method == RescaleMethod::Migrate && self.elasticity.seamless_migration;
         if seamless && self.jobs[j].phase == JobPhase::Training {
             // Only the pods whose shape changes are replaced; workers of an unchanged shape
@@ -239,7 +239,7 @@ impl World {
                 true
             }
             PodState::Starting | PodState::Running => {
-                self.jobs[j].advance(now, &self.pods);
+                self.jobs[j].advance(now, &mut self.pods);
                 match old.role {
                     Role::Worker => {
                         let q = self.add_pod(now, j, Role::Worker, request, 0.0);
@@ -307,7 +307,7 @@ impl World {
         let Some(m) = self.jobs[j].migration.take() else {
             return;
         };
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         for &p in &m.old_pods {
             self.retire_pod(now, p, PodEventKind::Stopped);
         }
@@ -347,7 +347,7 @@ impl World {
         let Some(config) = self.jobs[j].saving else {
             return;
         };
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         {
             let job = &mut self.jobs[j];
             job.ckpt_samples = job.samples_done;

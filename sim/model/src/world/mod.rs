@@ -382,7 +382,7 @@ impl World {
                 continue; // The job ended, or the pod was retired, while it was starting.
             }
             if !(standby || serving) {
-                self.jobs[j].advance(now, &self.pods);
+                self.jobs[j].advance(now, &mut self.pods);
             }
             self.pods[p].state = PodState::Running;
             self.pods[p].running_since = Some(now);
@@ -541,7 +541,7 @@ impl World {
     }
 
     fn end_job(&mut self, now: SimTime, j: usize, phase: JobPhase, reason: Option<FailReason>) {
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         for k in 0..self.jobs[j].pods.len() {
             let p = self.jobs[j].pods[k];
             let pod = &mut self.pods[p];
@@ -594,7 +594,7 @@ impl World {
         let mut running = 0u32;
         for &j in &self.active {
             let job = &mut self.jobs[j];
-            job.advance(now, &self.pods);
+            job.advance(now, &mut self.pods);
             let (cpu, mem, gpu) = job.used(job.samples_done);
             used = (used.0 + cpu, used.1 + mem, used.2 + gpu);
             if job.phase != JobPhase::Training {
@@ -708,7 +708,7 @@ impl dlsim_engine::World for World {
             Event::Resume { job, epoch } => {
                 let jb = &mut self.jobs[job];
                 if jb.epoch == epoch && jb.reloading && jb.is_active() {
-                    jb.advance(now, &self.pods);
+                    jb.advance(now, &mut self.pods);
                     jb.reloading = false;
                     self.update_phase(now, job, queue);
                 }

@@ -104,11 +104,7 @@ impl World {
                 let role = pod.role;
                 let cpu = pod.cpu_used;
                 let (mem, rate, done) = match role {
-                    Role::Worker => (
-                        job.worker_mem_used_mb(),
-                        pod.rate,
-                        job.worker_samples.get(&p).copied().unwrap_or(0.0),
-                    ),
+                    Role::Worker => (job.worker_mem_used_mb(), pod.rate, pod.samples_trained),
                     Role::Ps => (job.ps_mem_used_mb(job.samples_done, pod.share), 0.0, 0.0),
                 };
                 let mut noisy = |x: f64| {

@@ -80,6 +80,7 @@ impl World {
             running_since: None,
             last_sample: None,
             ewma_rate: 0.0,
+            samples_trained: 0.0,
         });
         let job = &mut self.jobs[j];
         job.pods.push(p);
@@ -195,7 +196,7 @@ impl World {
     /// A memory limit was crossed: kill the offending pod (a PS whose embeddings grew past
     /// its limit, or a worker that never fitted).
     pub(super) fn oom(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         let job = &self.jobs[j];
         let worker_over = job.worker_mem_used_mb() > job.config.worker_mem_mb as f64;
         let victim = if worker_over {
@@ -223,7 +224,7 @@ impl World {
             return; // Already gone (the job ended or the pod was replaced).
         }
         let j = self.pods[p].job;
-        self.jobs[j].advance(now, &self.pods);
+        self.jobs[j].advance(now, &mut self.pods);
         let pod = self.pods[p].clone();
         let standby_side = pod.standby || pod.replaces.is_some();
         if self.jobs[j].migration.is_some() {

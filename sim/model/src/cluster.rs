@@ -172,7 +172,11 @@ impl Cluster {
         self.tree[slot] = self.nodes[node].free();
         while slot > 1 {
             slot /= 2;
-            self.tree[slot] = max3(self.tree[2 * slot], self.tree[2 * slot + 1]);
+            let max = max3(self.tree[2 * slot], self.tree[2 * slot + 1]);
+            if self.tree[slot] == max {
+                break; // Unchanged here, so unchanged above.
+            }
+            self.tree[slot] = max;
         }
     }
 

@@ -15,7 +15,8 @@
 //! and the straggler tail of the last shards is not modelled. Hence a straggler's smaller
 //! shards change nothing in the simulator beyond the partial progress lost on failure.
 
-use std::collections::{BTreeMap, VecDeque};
+use crate::vecmap::VecMap;
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShardLedger {
@@ -26,7 +27,7 @@ pub struct ShardLedger {
     todo: VecDeque<u32>,
     next_fresh: u32,
     /// Worker pod -> (shard, samples trained on it so far).
-    doing: BTreeMap<usize, (u32, f64)>,
+    doing: VecMap<usize, (u32, f64)>,
     done: u32,
     done_samples: f64,
 }
@@ -43,7 +44,7 @@ impl ShardLedger {
             done_count: vec![0; n as usize],
             todo: VecDeque::new(),
             next_fresh: 0,
-            doing: BTreeMap::new(),
+            doing: VecMap::new(),
             done: 0,
             done_samples: 0.0,
         }
@@ -213,7 +214,7 @@ impl ShardLedger {
         }
         // The tail: spare capacity finishes the shards still in progress, lowest pod first.
         while spare > 0.0 {
-            let Some((&worker, &(shard, progress))) = self.doing.iter().next() else {
+            let Some((&worker, &(shard, progress))) = self.doing.first() else {
                 break;
             };
             let need = self.size(shard) - progress;

@@ -66,7 +66,7 @@ impl CloudState {
 impl World {
     /// Placed pods on node `n`, in pod order.
     fn pods_on(&self, n: usize) -> Vec<usize> {
-        self.on_node[n].iter().copied().collect()
+        self.on_node[n].keys().copied().collect()
     }
 
     pub(super) fn node_failed(&mut self, now: SimTime, n: usize, queue: &mut EventQueue<Event>) {

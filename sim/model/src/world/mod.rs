@@ -14,6 +14,7 @@ use crate::policy::{
 };
 use crate::scenario::Scenario;
 use crate::shards::ShardLedger;
+use crate::vecmap::VecMap;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
 use std::cmp::Reverse;
@@ -107,7 +108,7 @@ pub struct World {
     cloud: cloud::CloudState,
     observe_pods: bool,
     /// Placed pods per node (for node failures and co-located services).
-    on_node: Vec<BTreeSet<usize>>,
+    on_node: Vec<VecMap<usize, ()>>,
     /// `observations.csv` rows, when the run traces what policies see.
     pub observations: Option<String>,
     pub timeline: Vec<TimelineRow>,
@@ -193,7 +194,7 @@ impl World {
             elasticity: f.elasticity.clone(),
             cloud,
             observe_pods,
-            on_node: vec![BTreeSet::new(); scenario.nodes.len()],
+            on_node: vec![VecMap::new(); scenario.nodes.len()],
             observations: scenario
                 .trace_observations
                 .then(|| observe::OBSERVATIONS_HEADER.to_string()),
@@ -331,7 +332,7 @@ impl World {
             }
             match self.cluster.place(&req) {
                 Some(node) => {
-                    self.on_node[node].insert(p);
+                    self.on_node[node].insert(p, ());
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;
                     pod.node = Some(node);

@@ -62,6 +62,11 @@ pub struct Cluster {
     leaves: usize,
     capacity: Resources,
     allocated: Resources,
+    /// First-fit memo: `(req, n)` means no node below `n` has room for `req`. Allocations
+    /// only shrink free space, so it stays true until space is freed (a release, a changed
+    /// reservation, a node back up), which clears it. Pods of one job, placed one after
+    /// another with the same request, then skip the tree search.
+    first_fit_hint: Option<(Resources, usize)>,
 }
 
 impl Cluster {
@@ -78,6 +83,7 @@ impl Cluster {
             leaves,
             capacity,
             allocated: Resources::ZERO,
+            first_fit_hint: None,
         };
         for i in 0..cluster.nodes.len() {
             cluster.tree[leaves + i] = cluster.nodes[i].free();
@@ -108,9 +114,19 @@ impl Cluster {
     /// Finds a node for `req` by the placement rule, allocates it, and returns its index.
     pub fn place(&mut self, req: &Resources) -> Option<usize> {
         let node = match self.placement {
-            Placement::FirstFit => self.first_fit(req),
-            Placement::BestFit => self.best_fit(req),
-        }?;
+            Placement::FirstFit => {
+                let hinted = self
+                    .first_fit_hint
+                    .filter(|(r, n)| r == req && req.fits_in(&self.nodes[*n].free()));
+                let node = match hinted {
+                    Some((_, n)) => n,
+                    None => self.first_fit(req)?,
+                };
+                self.first_fit_hint = Some((*req, node));
+                node
+            }
+            Placement::BestFit => self.best_fit(req)?,
+        };
         self.allocate(node, req);
         Some(node)
     }
@@ -121,6 +137,7 @@ impl Cluster {
     }
 
     pub fn release(&mut self, node: usize, req: &Resources) {
+        self.first_fit_hint = None;
         self.nodes[node].allocated -= *req;
         self.allocated -= *req;
         self.update(node);
@@ -129,6 +146,7 @@ impl Cluster {
     /// Sets what co-located services hold on `node`. The caller first makes room (evicts
     /// pods); the reservation must fit beside the allocation.
     pub fn set_reserved(&mut self, node: usize, reserved: Resources) {
+        self.first_fit_hint = None;
         let n = &mut self.nodes[node];
         n.reserved = reserved;
         assert!(
@@ -148,6 +166,7 @@ impl Cluster {
             !down || self.nodes[node].allocated == Resources::ZERO,
             "a node goes down only after its pods are gone"
         );
+        self.first_fit_hint = None;
         self.nodes[node].down = down;
         self.update(node);
     }
@@ -307,13 +326,21 @@ mod tests {
             .collect();
         let mut c = Cluster::new(nodes, Placement::FirstFit);
         let mut placed: Vec<(usize, Resources)> = Vec::new();
+        let mut last = Resources::new(1.0, 1, 0);
         for _ in 0..5_000 {
             if rng.gen_bool(0.55) || placed.is_empty() {
-                let req = Resources::new(
-                    f64::from(rng.gen_range(1..20u32)),
-                    rng.gen_range(1..100),
-                    rng.gen_range(0..2),
-                );
+                // Half the requests repeat the last one, as a job's pods do, so the
+                // first-fit memo is exercised between releases.
+                let req = if rng.gen_bool(0.5) {
+                    last
+                } else {
+                    Resources::new(
+                        f64::from(rng.gen_range(1..20u32)),
+                        rng.gen_range(1..100),
+                        rng.gen_range(0..2),
+                    )
+                };
+                last = req;
                 let expect = c.nodes().iter().position(|n| req.fits_in(&n.free()));
                 let got = c.place(&req);
                 assert_eq!(got, expect);

@@ -125,7 +125,9 @@ impl ShardLedger {
     /// one at a time; the last, possibly partial, shard is left to the normal path).
     /// Returns the samples left over.
     fn complete_fresh_in_bulk(&mut self, left: f64) -> f64 {
-        if !self.todo.is_empty() {
+        // Under one and a half shards' worth, `left / shard_samples` is below 2: nothing
+        // to complete in bulk (and no division or floor to pay for).
+        if !self.todo.is_empty() || left < 1.5 * self.shard_samples {
             return left;
         }
         let whole_fresh = self
@@ -266,10 +268,9 @@ impl ShardLedger {
 
     /// The exactly-once invariant: every shard completed once, none twice, none lost.
     pub fn check_exactly_once(&self) -> Result<(), String> {
-        for (i, &c) in self.done_count.iter().enumerate() {
-            if c != 1 {
-                return Err(format!("shard {i} trained {c} times"));
-            }
+        if let Some(i) = self.done_count.iter().position(|&c| c != 1) {
+            let c = self.done_count[i];
+            return Err(format!("shard {i} trained {c} times"));
         }
         if !self.doing.is_empty() || self.todo_len() != 0 {
             return Err("shards left in TODO/DOING".into());

@@ -9,6 +9,7 @@ use dlsim_model::cluster::Placement;
 use dlsim_model::faults::{
     ColocationAction, ColocationConfig, ElasticityConfig, FaultConfig, RecoveryConfig,
 };
+use dlsim_model::job::FailReason;
 use dlsim_model::policy::{
     Action, ClusterView, JobPhase, JobView, PodPhase, Policy, RescaleMethod, Sharding,
 };
@@ -288,6 +289,13 @@ fn random_scenarios_keep_every_invariant() {
                 }
                 JobPhase::Failed => assert!(job.fail_reason.is_some(), "{ctx}"),
                 other => panic!("job {} left in phase {other:?}; {ctx}", job.spec.id),
+            }
+            // A job the horizon cut short ends at the horizon itself, whatever event
+            // (or dropped dead timer) came last before it.
+            if let (Some(h), Some(FailReason::Unfinished), Some(end)) =
+                (scenario.file.horizon_s, job.fail_reason, job.end)
+            {
+                assert_eq!(end, SimTime::from_secs(h), "{ctx}");
             }
             assert!(job.steps_done() <= job.spec.steps, "{ctx}");
             if let Some(ledger) = &job.ledger {

@@ -81,6 +81,13 @@ impl<E> EventQueue<E> {
         Some((entry.time, entry.event))
     }
 
+    /// Drops the queued events `keep` rejects (events that can no longer change anything,
+    /// such as timers of things already gone). The order of the rest is unchanged: it
+    /// depends only on `(time, seq)`, never on the heap's layout.
+    pub fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+        self.heap.retain(|entry| keep(&entry.event));
+    }
+
     /// The time of the last popped event.
     pub fn now(&self) -> SimTime {
         self.now
@@ -112,6 +119,17 @@ mod tests {
         q.push(SimTime(1), "b");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
         assert_eq!(order, vec!["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn retain_drops_events_and_keeps_the_order_of_the_rest() {
+        let mut q = EventQueue::new();
+        for (t, e) in [(3, 30), (1, 11), (2, 20), (1, 10), (3, 31), (2, 21)] {
+            q.push(SimTime(t), e);
+        }
+        q.retain(|e| e % 10 == 0);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, vec![10, 20, 30]);
     }
 
     #[test]

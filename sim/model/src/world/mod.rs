@@ -106,6 +106,8 @@ pub struct World {
     fault_rng: SimRng,
     elasticity: ElasticityConfig,
     cloud: cloud::CloudState,
+    /// Queue length at which pod-failure timers of pods already gone are dropped.
+    compact_timers_at: usize,
     observe_pods: bool,
     /// Placed pods per node (for node failures and co-located services).
     on_node: Vec<VecMap<usize, ()>>,
@@ -193,6 +195,7 @@ impl World {
             fault_rng: streams.stream("faults"),
             elasticity: f.elasticity.clone(),
             cloud,
+            compact_timers_at: recovery::TIMER_COMPACTION_MIN,
             observe_pods,
             on_node: vec![VecMap::new(); scenario.nodes.len()],
             observations: scenario
@@ -201,6 +204,11 @@ impl World {
             timeline: Vec::new(),
             rejected_actions: 0,
         }
+    }
+
+    /// Every job has ended and the last timeline sample is taken.
+    pub fn drained(&self) -> bool {
+        self.drained
     }
 
     pub fn policy_spec(&self) -> String {

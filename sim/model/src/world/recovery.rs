@@ -22,6 +22,9 @@ use dlsim_engine::{EventQueue, SimTime};
 use rand::Rng;
 use std::cmp::Reverse;
 
+/// The queue length below which dead pod-failure timers are left alone (a few hundred KB).
+pub(super) const TIMER_COMPACTION_MIN: usize = 16_384;
+
 /// Why a pod died.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
@@ -190,7 +193,22 @@ impl World {
         // skipping them keeps the queue small.
         if ttf_s < 365.0 * 86_400.0 {
             queue.push(now + SimTime::from_secs_f64_ceil(ttf_s), Event::PodFail(p));
+            if queue.len() >= self.compact_timers_at {
+                self.drop_dead_timers(queue);
+            }
         }
+    }
+
+    /// A heap cannot cancel an event, so a pod's failure timer stays queued after the pod
+    /// is gone, where handling it does nothing. Most pods go long before their timer (a
+    /// dlrover replay leaves ~10^5 behind), so once the queue has doubled since the last
+    /// sweep, the timers of finished pods are dropped: the queue stays near its live size
+    /// and every push and pop gets cheaper. Only no-op events go, so nothing else changes,
+    /// except that `events` no longer counts them.
+    fn drop_dead_timers(&mut self, queue: &mut EventQueue<Event>) {
+        let pods = &self.pods;
+        queue.retain(|e| !matches!(e, Event::PodFail(p) if pods[*p].state == PodState::Finished));
+        self.compact_timers_at = (2 * queue.len()).max(TIMER_COMPACTION_MIN);
     }
 
     /// A memory limit was crossed: kill the offending pod (a PS whose embeddings grew past

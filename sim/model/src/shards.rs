@@ -168,10 +168,15 @@ impl ShardLedger {
 
     fn advance_each(&mut self, amounts: impl Iterator<Item = (usize, f64)>) {
         let mut spare = 0.0;
+        // Workers come in pod order, as DOING is kept: each lookup tries the slot after
+        // the last one found.
+        let mut cursor = 0;
         for (worker, amount) in amounts {
             let mut left = amount;
             // The common case, in one lookup: the worker's shard absorbs all of it.
-            if let Some((shard, progress)) = self.doing.get_mut(&worker) {
+            if let Some(slot) = self.doing.slot_from(&worker, cursor) {
+                cursor = slot + 1;
+                let (shard, progress) = self.doing.slot_mut(slot);
                 let size = (self.total_samples - f64::from(*shard) * self.shard_samples)
                     .min(self.shard_samples);
                 if left > 0.0 && left < size - *progress {

@@ -46,6 +46,20 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         self.find(key).ok().map(move |i| &mut self.entries[i].1)
     }
 
+    /// The slot of `key`, checking slot `hint` before searching: a caller that visits keys
+    /// in order passes one past the slot it found last, and mostly skips the search.
+    pub fn slot_from(&self, key: &K, hint: usize) -> Option<usize> {
+        match self.entries.get(hint) {
+            Some((k, _)) if k == key => Some(hint),
+            _ => self.find(key).ok(),
+        }
+    }
+
+    /// The value in `slot` (from [`VecMap::slot_from`]).
+    pub fn slot_mut(&mut self, slot: usize) -> &mut V {
+        &mut self.entries[slot].1
+    }
+
     /// Sets `key` to `value`, returning the value it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
@@ -120,6 +134,12 @@ mod tests {
             }
             assert_eq!(ours.len(), theirs.len());
             assert_eq!(ours.contains_key(&key), theirs.contains_key(&key));
+            let hint = rng.gen_range(0..70usize);
+            assert_eq!(
+                ours.slot_from(&key, hint)
+                    .map(|i| ours.iter().nth(i).unwrap()),
+                theirs.get_key_value(&key)
+            );
             assert_eq!(ours.first(), theirs.iter().next());
             assert!(ours.iter().eq(theirs.iter()));
         }

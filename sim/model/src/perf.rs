@@ -251,7 +251,11 @@ pub fn job_perf_detail(
     } else {
         w * x.batch / t_max
     };
-    let mut detail = PodPerf::default();
+    let mut detail = PodPerf {
+        worker_rate: Vec::with_capacity(workers.len()),
+        worker_cpu_used: Vec::with_capacity(workers.len()),
+        ps_cpu_used: Vec::new(),
+    };
     let mut gpu_used = 0.0;
     for (c, t) in workers.iter().zip(&iters) {
         // Under static partitioning a fast worker idles once its slice is done.

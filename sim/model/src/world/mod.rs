@@ -460,9 +460,11 @@ impl World {
         let inputs = self.jobs[j].perf_inputs(&self.env);
         let job = &self.jobs[j];
         let training = job.phase == JobPhase::Training;
-        let mut workers = Vec::new();
-        let mut ps = Vec::new();
-        let (mut worker_ids, mut ps_ids) = (Vec::new(), Vec::new());
+        // Sized up front: growing four lists push by push cost more than the rest here.
+        let n = if training { job.pods.len() } else { 0 };
+        let mut workers = Vec::with_capacity(n);
+        let mut ps = Vec::with_capacity(n);
+        let (mut worker_ids, mut ps_ids) = (Vec::with_capacity(n), Vec::with_capacity(n));
         if training {
             for &p in &job.pods {
                 let pod = &self.pods[p];

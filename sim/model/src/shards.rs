@@ -174,7 +174,8 @@ impl ShardLedger {
         for (worker, amount) in amounts {
             let mut left = amount;
             // The common case, in one lookup: the worker's shard absorbs all of it.
-            if let Some(slot) = self.doing.slot_from(&worker, cursor) {
+            let slot = self.doing.slot_from(&worker, cursor);
+            if let Some(slot) = slot {
                 cursor = slot + 1;
                 let (shard, progress) = self.doing.slot_mut(slot);
                 let size = (self.total_samples - f64::from(*shard) * self.shard_samples)
@@ -185,9 +186,8 @@ impl ShardLedger {
                 }
             }
             // The worker's DOING entry is held locally while it goes through shards and
-            // written back once (nothing else reads it meanwhile).
-            let mut current = self.doing.get(&worker).copied();
-            let had = current.is_some();
+            // written back once, in its slot (nothing else touches DOING meanwhile).
+            let mut current = slot.map(|i| *self.doing.slot_mut(i));
             while left > 0.0 {
                 let (shard, progress) = match current {
                     Some(d) => d,
@@ -209,14 +209,16 @@ impl ShardLedger {
                 left = self.complete_fresh_in_bulk(left);
                 current = self.take().map(|s| (s, 0.0));
             }
-            match current {
-                Some(d) => {
+            match (current, slot) {
+                (Some(d), Some(i)) => *self.doing.slot_mut(i) = d,
+                (Some(d), None) => {
                     self.doing.insert(worker, d);
                 }
-                None if had => {
-                    self.doing.remove(&worker);
+                (None, Some(i)) => {
+                    self.doing.remove_slot(i);
+                    cursor = i;
                 }
-                None => {}
+                (None, None) => {}
             }
         }
         // The tail: spare capacity finishes the shards still in progress, lowest pod first.

@@ -60,6 +60,11 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         &mut self.entries[slot].1
     }
 
+    /// Removes the entry in `slot` (from [`VecMap::slot_from`]).
+    pub fn remove_slot(&mut self, slot: usize) -> V {
+        self.entries.remove(slot).1
+    }
+
     /// Sets `key` to `value`, returning the value it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
@@ -140,6 +145,11 @@ mod tests {
                     .map(|i| ours.iter().nth(i).unwrap()),
                 theirs.get_key_value(&key)
             );
+            if step % 7 == 0 {
+                if let Some(i) = ours.slot_from(&key, hint) {
+                    assert_eq!(Some(ours.remove_slot(i)), theirs.remove(&key));
+                }
+            }
             assert_eq!(ours.first(), theirs.iter().next());
             assert!(ours.iter().eq(theirs.iter()));
         }

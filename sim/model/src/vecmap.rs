@@ -42,10 +42,6 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         self.find(key).ok().map(|i| &self.entries[i].1)
     }
 
-    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
-        self.find(key).ok().map(move |i| &mut self.entries[i].1)
-    }
-
     /// The slot of `key`, checking slot `hint` before searching: a caller that visits keys
     /// in order passes one past the slot it found last, and mostly skips the search.
     pub fn slot_from(&self, key: &K, hint: usize) -> Option<usize> {
@@ -129,8 +125,8 @@ mod tests {
                 0 | 1 => assert_eq!(ours.insert(key, step), theirs.insert(key, step)),
                 2 => assert_eq!(ours.remove(&key), theirs.remove(&key)),
                 _ => {
-                    if let Some(v) = ours.get_mut(&key) {
-                        *v += 1;
+                    if let Some(i) = ours.slot_from(&key, 0) {
+                        *ours.slot_mut(i) += 1;
                     }
                     if let Some(v) = theirs.get_mut(&key) {
                         *v += 1;

@@ -175,19 +175,17 @@ impl ShardLedger {
             let mut left = amount;
             // The common case, in one lookup: the worker's shard absorbs all of it.
             let slot = self.doing.slot_from(&worker, cursor);
-            if let Some(slot) = slot {
-                cursor = slot + 1;
-                let (shard, progress) = self.doing.slot_mut(slot);
-                let size = (self.total_samples - f64::from(*shard) * self.shard_samples)
-                    .min(self.shard_samples);
-                if left > 0.0 && left < size - *progress {
-                    *progress += left;
+            let mut current = slot.map(|i| *self.doing.slot(i));
+            if let (Some(i), Some((shard, progress))) = (slot, current) {
+                cursor = i + 1;
+                if left > 0.0 && left < self.size(shard) - progress {
+                    self.doing.slot_mut(i).1 += left;
                     continue;
                 }
             }
-            // The worker's DOING entry is held locally while it goes through shards and
-            // written back once, in its slot (nothing else touches DOING meanwhile).
-            let mut current = slot.map(|i| *self.doing.slot_mut(i));
+            // Otherwise the worker's DOING entry is held locally while it goes through
+            // shards and written back once, in its slot (nothing else touches DOING
+            // meanwhile).
             while left > 0.0 {
                 let (shard, progress) = match current {
                     Some(d) => d,

@@ -52,6 +52,11 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
     }
 
     /// The value in `slot` (from [`VecMap::slot_from`]).
+    pub fn slot(&self, slot: usize) -> &V {
+        &self.entries[slot].1
+    }
+
+    /// The value in `slot`, to change it in place.
     pub fn slot_mut(&mut self, slot: usize) -> &mut V {
         &mut self.entries[slot].1
     }
@@ -138,7 +143,7 @@ mod tests {
             let hint = rng.gen_range(0..70usize);
             assert_eq!(
                 ours.slot_from(&key, hint)
-                    .map(|i| ours.iter().nth(i).unwrap()),
+                    .map(|i| (ours.keys().nth(i).unwrap(), ours.slot(i))),
                 theirs.get_key_value(&key)
             );
             if step % 7 == 0 {

@@ -59,7 +59,7 @@ pub fn nnls(a: &[Vec<f64>], b: &[f64]) -> Result<Nnls, FitError> {
     })
 }
 
-fn check_shape(a: &[Vec<f64>], b: &[f64]) -> Result<usize, FitError> {
+pub(crate) fn check_shape(a: &[Vec<f64>], b: &[f64]) -> Result<usize, FitError> {
     if a.is_empty() {
         return Err(FitError::Empty);
     }
@@ -98,6 +98,20 @@ fn check_shape(a: &[Vec<f64>], b: &[f64]) -> Result<usize, FitError> {
 #[inline(always)]
 fn sum_start() -> f64 {
     std::iter::empty::<f64>().sum()
+}
+
+/// `out_i = Σ_j x_ij θ_j` for column-major `x` (`out.len()` rows), each row summed left to
+/// right over `j` from [`sum_start`] (bit-identical to `.sum()` of the row's products).
+pub(crate) fn row_dots(x: &[f64], theta: &[f64], out: &mut [f64]) {
+    out.fill(sum_start());
+    if out.is_empty() {
+        return;
+    }
+    for (col, &t) in x.chunks_exact(out.len()).zip(theta) {
+        for (o, v) in out.iter_mut().zip(col) {
+            *o += v * t;
+        }
+    }
 }
 
 /// `out[c] = Σ_i term(u[i], col(c)[i])` for `c < K`, each summed left to right from
@@ -291,20 +305,14 @@ impl Solver {
     /// (the only entries read).
     fn dual(&mut self) {
         let rows = self.rows;
-        let (a, x, r) = (&self.a, &self.x, &mut self.r);
         // r_i = b_i - Σ_j a_ij x_j, the row sums formed column by column (same order).
-        r.fill(sum_start());
-        for (col, &xj) in a.chunks_exact(rows).zip(x) {
-            for (ri, v) in r.iter_mut().zip(col) {
-                *ri += v * xj;
-            }
-        }
-        for (ri, bi) in r.iter_mut().zip(&self.b) {
+        row_dots(&self.a, &self.x, &mut self.r);
+        for (ri, bi) in self.r.iter_mut().zip(&self.b) {
             *ri = bi - *ri;
         }
         self.idx.clear();
         self.idx.extend((0..self.n).filter(|&j| !self.passive[j]));
-        let (idx, r) = (&self.idx, &self.r);
+        let (a, idx, r) = (&self.a, &self.idx, &self.r);
         fold_many(
             idx.len(),
             r,

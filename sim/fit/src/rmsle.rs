@@ -16,7 +16,7 @@
 //! NNLS [`Solver`] and a few scratch buffers (`ln y_i` is computed once); the arithmetic is
 //! exactly that of the textbook loop kept in `crate::reference`, so results are bit-identical.
 
-use crate::nnls::Solver;
+use crate::nnls::{check_shape, row_dots, Solver};
 use crate::FitError;
 
 /// Mean squared log error of `X θ` against `y` (the objective minimised by [`fit_rmsle`]).
@@ -69,40 +69,14 @@ pub(crate) fn check_targets(y: &[f64]) -> Result<(), FitError> {
 /// of the shorter of `x` and `y` against as many ones as `y` has; if that passes (`x` longer
 /// than `y`, its first `y.len()` rows regular and finite) its second call sees all of `x`.
 fn shape_error(x: &[Vec<f64>], y: &[f64]) -> FitError {
-    let m = x.len().min(y.len());
-    if m == 0 {
-        return FitError::Empty;
-    }
-    if m != y.len() {
-        return FitError::Shape(format!("{m} rows but {} targets", y.len()));
-    }
-    let n = x[0].len();
-    for (i, (row, yi)) in x.iter().zip(y).enumerate() {
-        if row.len() != n {
-            return FitError::Shape(format!("row {i} has {} columns, expected {n}", row.len()));
-        }
-        if row.iter().any(|v| !(v / yi).is_finite()) {
-            return FitError::Invalid {
-                row: i,
-                what: "non-finite value".into(),
-            };
-        }
-    }
-    FitError::Shape(format!("{} rows but {} targets", x.len(), y.len()))
-}
-
-/// `out_i = Σ_j x_ij θ_j` for column-major `x`, each row summed left to right over `j` from
-/// the start value of `Iterator::sum` (bit-identical to [`dot`] of the row).
-fn row_dots(x: &[f64], theta: &[f64], out: &mut [f64]) {
-    out.fill(std::iter::empty::<f64>().sum());
-    if out.is_empty() {
-        return;
-    }
-    for (col, &t) in x.chunks_exact(out.len()).zip(theta) {
-        for (o, v) in out.iter_mut().zip(col) {
-            *o += v * t;
-        }
-    }
+    let rel: Vec<Vec<f64>> = x
+        .iter()
+        .zip(y)
+        .map(|(row, yi)| row.iter().map(|v| v / yi).collect())
+        .collect();
+    check_shape(&rel, &vec![1.0; y.len()])
+        .err()
+        .unwrap_or_else(|| FitError::Shape(format!("{} rows but {} targets", x.len(), y.len())))
 }
 
 /// [`log_sq_error`] for column-major `x` with `ln y` precomputed; `pred` is scratch.

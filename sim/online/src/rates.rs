@@ -30,12 +30,9 @@ impl RateFormat {
     pub const ALL: [RateFormat; 2] = [RateFormat::Qps, RateFormat::Dlrm2025Creations];
 
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "qps" => Some(RateFormat::Qps),
-            "dlrm2025-creations" => Some(RateFormat::Dlrm2025Creations),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
     }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RateFormat::Qps => "qps",

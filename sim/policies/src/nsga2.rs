@@ -8,8 +8,7 @@
 //! and ties are broken by genome order.
 //!
 //! Speed: the problem is bi-objective, so the fronts come from one sort and a sweep
-//! (O(n log n), Jensen 2003) instead of Deb's O(n^2) pairwise comparison, and that one
-//! sort also yields both objectives' orders for the crowding distance. Sort keys are
+//! (O(n log n), Jensen 2003) instead of Deb's O(n^2) pairwise comparison. Sort keys are
 //! precomputed integers, evaluations are memoised in an Fx-hashed map, and all buffers are
 //! reused across generations. The fronts and distances are bit-identical to Deb's
 //! definitions (a test checks them against reference implementations), so the search
@@ -107,12 +106,8 @@ fn ranks<const N: usize>(pop: &[Scored<N>], s: &mut Scratch) {
 
 /// Each individual's front number and crowding distance, as Deb's algorithm defines them:
 /// within a front, per objective, the two ends get infinity and each interior member the
-/// gap between its neighbours over the front's range, ties ordered by index.
-///
-/// One sort serves both objectives: a stable split of the (f0, f1, index) order by front
-/// lists each front by f0, and within a front f1 falls as f0 rises, so the reversed list
-/// is (nearly) in f1 order. An adaptive sort on (value, index), linear on sorted input,
-/// finishes each order, so ties keep index order exactly as in Deb's definition.
+/// gap between its neighbours over the front's range, ties ordered by index (fronts are
+/// at most twice the population, so each objective's order is a plain sort).
 fn rank_and_crowding<const N: usize>(pop: &[Scored<N>], s: &mut Scratch) {
     let n = pop.len();
     ranks(pop, s);
@@ -141,25 +136,10 @@ fn rank_and_crowding<const N: usize>(pop: &[Scored<N>], s: &mut Scratch) {
     for f in 0..fronts {
         let front = &s.order[s.starts[f]..s.starts[f + 1]];
         for m in 0..2 {
+            // The front by (value, index): ties keep index order, as in Deb's definition.
             s.buf.clear();
-            if m == 0 {
-                s.buf.extend(front.iter().copied());
-            } else {
-                // Reversed, then each run of equal f1 (equal points) back in index order.
-                s.buf.extend(front.iter().rev().copied());
-                let mut a = 0;
-                while a < s.buf.len() {
-                    let v = pop[s.buf[a]].1[1];
-                    let b = a + s.buf[a..].iter().take_while(|&&i| pop[i].1[1] == v).count();
-                    s.buf[a..b].reverse();
-                    a = b.max(a + 1);
-                }
-            }
-            let key = |&i: &usize| (total_key(pop[i].1[m]), i);
-            if !s.buf.is_sorted_by_key(key) {
-                // Only reachable with NaN objectives; Deb's order is still the result.
-                s.buf.sort_by_key(key);
-            }
+            s.buf.extend_from_slice(front);
+            s.buf.sort_unstable_by_key(|&i| (total_key(pop[i].1[m]), i));
             let b = &s.buf;
             let (lo, hi) = (pop[b[0]].1[m], pop[b[b.len() - 1]].1[m]);
             s.crowd[b[0]] = f64::INFINITY;
@@ -227,11 +207,8 @@ pub fn run<const N: usize>(
             survivors.push(score(child));
         }
         pop.append(&mut survivors);
-        if N <= 4 {
-            pop.sort_unstable_by_key(|a| packed(&a.0));
-        } else {
-            pop.sort_unstable_by_key(|a| a.0);
-        }
+        // Equal genomes carry the same memoised objectives: whichever copy stays is the same.
+        pop.sort_unstable_by_key(|a| a.0);
         pop.dedup_by(|a, b| a.0 == b.0);
         // Environmental selection: by front, then by descending crowding, then index.
         rank_and_crowding(&pop, &mut s);
@@ -257,11 +234,6 @@ pub fn first_front<const N: usize>(pop: &[Scored<N>]) -> Vec<Scored<N>> {
         .collect();
     out.sort_by_key(|a| a.0);
     out
-}
-
-/// Up to four genes in one integer that orders like the genome.
-fn packed<const N: usize>(g: &[u32; N]) -> u128 {
-    g.iter().fold(0u128, |acc, &x| acc << 32 | u128::from(x))
 }
 
 fn ordered(x: f64) -> u64 {

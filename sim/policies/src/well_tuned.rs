@@ -142,7 +142,10 @@ pub fn best_config_within(
     let mut chosen: Option<(f64, f64, JobConfig)> = None;
     for (shape, thr_most) in shapes.into_iter().zip(at_most) {
         // No worker count of this shape can use fewer cores than one worker does.
-        let floor = shape.worker_cpu + f64::from(shape.ps) * shape.ps_cpu;
+        let floor = cores_of(&JobConfig {
+            workers: 1,
+            ..shape
+        });
         if chosen.is_some_and(|(k0, _, _)| floor > k0) {
             continue;
         }

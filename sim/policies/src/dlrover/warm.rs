@@ -30,15 +30,15 @@ pub struct DbEntry {
 
 #[derive(Clone, Debug, Default)]
 pub struct ConfigDb {
-    entries: Vec<DbEntry>,
+    entries: std::collections::VecDeque<DbEntry>,
 }
 
 impl ConfigDb {
     pub fn push(&mut self, e: DbEntry) {
         if self.entries.len() >= DB_LIMIT {
-            self.entries.remove(0);
+            self.entries.pop_front();
         }
-        self.entries.push(e);
+        self.entries.push_back(e);
     }
 
     /// Loads the completed jobs of a history CSV. Errors name the file, line and field.

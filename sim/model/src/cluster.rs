@@ -66,8 +66,8 @@ pub struct Cluster {
     capacity: Resources,
     allocated: Resources,
     /// First-fit memo: `(req, n)` means no node below `n` has room for `req`. Allocations
-    /// only shrink free space, so it stays true until space is freed (a release, a changed
-    /// reservation, a node back up), which clears it. Pods of one job, placed one after
+    /// only shrink free space, so it stays true until space may be freed (a release, a
+    /// changed reservation, a node going down or coming back), which clears it. Pods of one job, placed one after
     /// another with the same request, then skip the tree search.
     first_fit_hint: Option<(Resources, usize)>,
 }

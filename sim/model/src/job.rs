@@ -374,9 +374,13 @@ impl Job {
             }
             self.train_since_ckpt_s = trained - marks * self.ckpt_interval_s;
         }
+        // The workers' rates summed as `.sum()` would (same start, same order), in the
+        // same pass that credits each worker.
+        let mut total_rate: f64 = std::iter::empty::<f64>().sum();
         if self.rate > 0.0 {
             for &(p, r) in &self.worker_rates {
                 pods[p].samples_trained += r * dt;
+                total_rate += r;
             }
         }
         let Some(ledger) = self.ledger.as_mut() else {
@@ -387,7 +391,6 @@ impl Job {
             return;
         };
         let rates = &self.worker_rates;
-        let total_rate: f64 = rates.iter().map(|&(_, r)| r).sum();
         if total_rate > 0.0 && after > before {
             match mark_at {
                 Some(at) => {

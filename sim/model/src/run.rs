@@ -5,7 +5,7 @@ use crate::metrics::{self, Summary, SummaryInputs};
 use crate::policy::Policy;
 use crate::world::{Event, World};
 use crate::Scenario;
-use dlsim_engine::{EventQueue, SimTime};
+use dlsim_engine::EventQueue;
 use std::path::Path;
 
 /// Everything a replay produces.
@@ -24,13 +24,7 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     let mut queue: EventQueue<Event> = EventQueue::with_capacity(1 << 16);
     let mut world = World::new(scenario, policy, &mut queue);
     let (events, last) = dlsim_engine::run(&mut world, &mut queue);
-    // A run the horizon cut short ends exactly at the horizon (not at whatever event
-    // happened to come last before it); a run that drained ends at its last event.
-    let end = match scenario.file.horizon_s {
-        Some(h) if !world.drained() => SimTime::from_secs(h),
-        _ => last,
-    };
-    world.finish(end);
+    world.finish(last);
     let name = if scenario.file.name.is_empty() {
         scenario
             .path

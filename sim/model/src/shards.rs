@@ -221,16 +221,16 @@ impl ShardLedger {
         }
         // The tail: spare capacity finishes the shards still in progress, lowest pod first.
         while spare > 0.0 {
-            let Some((&worker, &(shard, progress))) = self.doing.first() else {
+            let Some((_, &(shard, progress))) = self.doing.first() else {
                 break;
             };
             let need = self.size(shard) - progress;
             if spare >= need {
                 spare -= need;
-                self.doing.remove(&worker);
+                self.doing.remove_slot(0);
                 self.complete(shard);
             } else {
-                self.doing.insert(worker, (shard, progress + spare));
+                self.doing.slot_mut(0).1 = progress + spare;
                 spare = 0.0;
             }
         }

@@ -206,17 +206,18 @@ impl World {
         }
     }
 
-    /// Every job has ended and the last timeline sample is taken.
-    pub fn drained(&self) -> bool {
-        self.drained
-    }
-
     pub fn policy_spec(&self) -> String {
         self.policy.spec()
     }
 
-    /// Ends the run at `now`: jobs still active become failed with reason `unfinished`.
-    pub fn finish(&mut self, now: SimTime) {
+    /// Ends the run after its `last` handled event: jobs still active become failed with
+    /// reason `unfinished`, at the horizon itself if it cut the run short (not at whatever
+    /// event happened to come last before it).
+    pub fn finish(&mut self, last: SimTime) {
+        let now = match self.horizon {
+            Some(h) if !self.drained => h,
+            _ => last,
+        };
         let active: Vec<usize> = self.active.iter().copied().collect();
         for j in active {
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Unfinished));

@@ -7,7 +7,7 @@
 //! between refreshes. The hit ratio counts unique IDs per batch, i.e. rows not requested from
 //! a PS over rows needed.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::plan::FeatureId;
 
@@ -30,34 +30,43 @@ impl HotCache {
             capacity,
             refresh_batches: refresh_batches.max(1),
             batches: 0,
-            counts: HashMap::new(),
-            hot: HashMap::new(),
+            counts: HashMap::default(),
+            hot: HashMap::default(),
             hits: 0,
             lookups: 0,
         }
     }
 
-    /// Splits a batch's unique IDs into cached rows `(position in ids, row)` and the IDs to
-    /// fetch from the PSes; also counts the batch for the hot set.
-    pub fn split(&mut self, ids: &[FeatureId]) -> (Vec<(usize, Vec<f32>)>, Vec<FeatureId>) {
+    /// Copies the cached rows of a batch's unique IDs into `rows` (`row_len` floats per
+    /// position of `ids`) and returns the positions to fetch from the PSes; also counts the
+    /// batch for the hot set.
+    pub fn split_into(&mut self, ids: &[FeatureId], rows: &mut [f32], row_len: usize) -> Vec<u32> {
         self.batches += 1;
         if self.capacity > 0 && self.batches.is_multiple_of(self.refresh_batches) {
             self.refresh();
         }
-        let mut hits = Vec::new();
-        let mut misses = Vec::new();
+        let mut misses = Vec::with_capacity(ids.len());
+        let mut hits = 0u64;
         for (k, &id) in ids.iter().enumerate() {
             if self.capacity > 0 {
                 *self.counts.entry(id).or_default() += 1;
             }
             match self.hot.get(&id) {
-                Some(Some(row)) => hits.push((k, row.clone())),
-                _ => misses.push(id),
+                Some(Some(row)) => {
+                    rows[k * row_len..(k + 1) * row_len].copy_from_slice(row);
+                    hits += 1;
+                }
+                _ => misses.push(k as u32),
             }
         }
-        self.hits += hits.len() as u64;
+        self.hits += hits;
         self.lookups += ids.len() as u64;
-        (hits, misses)
+        misses
+    }
+
+    /// Whether the cache holds no rows at all (capacity 0): lookups can skip it.
+    pub fn is_off(&self) -> bool {
+        self.capacity == 0
     }
 
     /// Offers a fetched row; kept only if `id` is in the hot set.
@@ -99,9 +108,9 @@ pub fn replay_hit_ratio(batches: &[Vec<FeatureId>], capacity: usize, refresh_bat
     let mut c = HotCache::new(capacity, refresh_batches);
     for b in batches {
         let u = crate::plan::unique_sorted(b);
-        let (_, misses) = c.split(&u);
-        for id in misses {
-            c.fill(id, &[]);
+        let misses = c.split_into(&u, &mut [], 0);
+        for k in misses {
+            c.fill(u[k as usize], &[]);
         }
     }
     c.hit_ratio()
@@ -141,16 +150,17 @@ mod tests {
     #[test]
     fn cached_rows_are_returned_after_refresh() {
         let mut c = HotCache::new(1, 1);
-        let (_, m) = c.split(&[7]);
-        assert_eq!(m, vec![7]);
+        let mut rows = [0.0f32; 2];
+        assert_eq!(c.split_into(&[7], &mut rows, 1), vec![0]);
         c.fill(7, &[1.0]);
         // The refresh at batch 2 makes 7 hot but empties the row; fill again, then hit.
-        let (_, m) = c.split(&[7]);
-        c.fill(m[0], &[1.0]);
+        assert_eq!(c.split_into(&[7], &mut rows, 1), vec![0]);
+        c.fill(7, &[1.0]);
         let mut c2 = HotCache::new(1, 100);
         c2.hot.insert(9, Some(vec![2.0]));
-        let (h, m) = c2.split(&[9, 10]);
-        assert_eq!((h, m), (vec![(0, vec![2.0])], vec![10]));
+        let mut rows = [0.0f32; 2];
+        assert_eq!(c2.split_into(&[9, 10], &mut rows, 1), vec![1]);
+        assert_eq!(rows, [2.0, 0.0]);
         assert_eq!(c2.hit_ratio(), 0.5);
     }
 }

@@ -15,6 +15,7 @@ pub mod calibrate;
 pub mod cputime;
 pub mod criteo;
 pub mod data;
+pub mod index;
 pub mod metrics;
 pub mod model;
 pub mod plan;

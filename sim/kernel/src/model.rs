@@ -3,9 +3,11 @@
 //! Every embedding row has `D + 1` floats: `D` for the deep part and one wide (linear)
 //! weight, so a single lookup serves both parts. The dense parameters (MLP layers, the wide
 //! weights of the 13 dense features) are one flat `Vec<f32>` sharded over the PSes by
-//! [`crate::plan::dense_range`]. Weights are stored input-major (`W[i][o]`), so the forward
-//! pass is a run of `axpy`s and the backward pass a run of dots, both over contiguous memory.
-//! Per-sample gradients are exact (checked against finite differences in the tests).
+//! [`crate::plan::dense_range`]. Weights are stored input-major (`W[i][o]`, a row-major
+//! `i x o` matrix). A chunk of samples runs batch-major: its inputs form a `B x i` matrix and
+//! each layer is one GEMM forward and two backward (`matrixmultiply`'s packed SIMD kernels),
+//! into buffers ([`Scratch`]) reused across steps. Gradients are exact (checked against finite
+//! differences in the tests).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -94,58 +96,151 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-fn axpy(alpha: f32, x: &[f32], y: &mut [f32]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += alpha * xi;
-    }
-}
-
 /// Rows of one sample: `rows[f]` is field `f`'s embedding row.
 pub type SampleRows<'a> = [&'a [f32]; NUM_SPARSE];
 
-struct Forward {
-    /// Activations: `acts[0]` is the input, `acts[l+1]` the output of hidden layer `l`.
-    acts: Vec<Vec<f32>>,
-    logit: f32,
+/// A row-major matrix view for [`gemm`]: `rows x cols`, element `(r, c)` at `r * rs + c * cs`.
+#[derive(Clone, Copy)]
+struct View {
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
 }
 
-fn forward(spec: &ModelSpec, params: &[f32], s: &Sample, rows: &SampleRows) -> Forward {
-    let d = spec.emb_dim;
-    let mut x = Vec::with_capacity(spec.input_dim());
-    for r in rows {
-        x.extend_from_slice(&r[..d]);
+impl View {
+    fn row_major(rows: usize, cols: usize) -> Self {
+        View {
+            rows,
+            cols,
+            rs: cols,
+            cs: 1,
+        }
     }
-    x.extend_from_slice(&s.dense);
-    let mut acts = vec![x];
+
+    fn t(self) -> Self {
+        View {
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+
+    fn span(&self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            0
+        } else {
+            (self.rows - 1) * self.rs + (self.cols - 1) * self.cs + 1
+        }
+    }
+}
+
+/// `c = a b + beta c` on the packed, cache-blocked SIMD kernels of `matrixmultiply`.
+fn gemm(a: &[f32], av: View, b: &[f32], bv: View, beta: f32, c: &mut [f32], cv: View) {
+    assert!(av.cols == bv.rows && av.rows == cv.rows && bv.cols == cv.cols);
+    assert!(a.len() >= av.span() && b.len() >= bv.span() && c.len() >= cv.span());
+    assert!(cv.rs >= cv.cols && cv.cs == 1, "c must be row-major");
+    let s = |x: usize| x as isize;
+    // SAFETY: the asserts above check that every element the views address lies inside its
+    // slice (`span`), that the shapes agree, and that `c` is laid out without overlapping
+    // elements; `c` is borrowed mutably, so it aliases neither `a` nor `b`.
+    unsafe {
+        matrixmultiply::sgemm(
+            av.rows,
+            av.cols,
+            bv.cols,
+            1.0,
+            a.as_ptr(),
+            s(av.rs),
+            s(av.cs),
+            b.as_ptr(),
+            s(bv.rs),
+            s(bv.cs),
+            beta,
+            c.as_mut_ptr(),
+            s(cv.rs),
+            s(cv.cs),
+        );
+    }
+}
+
+/// Buffers of one chunk's forward and backward pass, reused across batches so that a
+/// training step allocates nothing once warm. Layouts are batch-major (`samples x width`).
+#[derive(Debug, Clone, Default)]
+pub struct Scratch {
+    /// `acts[0]` is the input (`B x input_dim`), `acts[l + 1]` the output of hidden layer `l`.
+    acts: Vec<Vec<f32>>,
+    /// Gradient with respect to the current layer's pre-activation and input.
+    dz: Vec<f32>,
+    da: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+fn layer_offsets(spec: &ModelSpec) -> Vec<(usize, usize, usize)> {
     let mut off = 0;
-    let layers = spec.layers();
-    let mut deep = 0.0;
-    for (l, &(i, o)) in layers.iter().enumerate() {
+    spec.layers()
+        .into_iter()
+        .map(|(i, o)| {
+            let start = off;
+            off += i * o + o;
+            (i, o, start)
+        })
+        .collect()
+}
+
+/// Forward pass of `n` samples into `sc` (activations and logits).
+fn forward_batch<'a>(
+    spec: &ModelSpec,
+    params: &[f32],
+    samples: &[Sample],
+    rows_of: &impl Fn(usize) -> SampleRows<'a>,
+    sc: &mut Scratch,
+) {
+    let (n, d) = (samples.len(), spec.emb_dim);
+    let layers = layer_offsets(spec);
+    sc.acts.resize_with(layers.len(), Vec::new);
+    let input = &mut sc.acts[0];
+    input.clear();
+    input.reserve(n * spec.input_dim());
+    for (k, s) in samples.iter().enumerate() {
+        for r in rows_of(k) {
+            input.extend_from_slice(&r[..d]);
+        }
+        input.extend_from_slice(&s.dense);
+    }
+    let last = layers.len() - 1;
+    for (l, &(i, o, off)) in layers[..last].iter().enumerate() {
         let (w, b) = (
             &params[off..off + i * o],
             &params[off + i * o..off + i * o + o],
         );
-        off += i * o + o;
-        let input = &acts[l];
-        if l + 1 == layers.len() {
-            deep = dot(input, w) + b[0];
-        } else {
-            let mut z = b.to_vec();
-            for (k, &xk) in input.iter().enumerate() {
-                if xk != 0.0 {
-                    axpy(xk, &w[k * o..(k + 1) * o], &mut z);
-                }
-            }
-            z.iter_mut().for_each(|v| *v = v.max(0.0));
-            acts.push(z);
+        let (head, tail) = sc.acts.split_at_mut(l + 1);
+        let (x, z) = (&head[l], &mut tail[0]);
+        z.clear();
+        for _ in 0..n {
+            z.extend_from_slice(b);
         }
+        gemm(
+            x,
+            View::row_major(n, i),
+            w,
+            View::row_major(i, o),
+            1.0,
+            z,
+            View::row_major(n, o),
+        );
+        z.iter_mut().for_each(|v| *v = v.max(0.0));
     }
-    let wide_dense = &params[off..off + NUM_DENSE];
-    let wide = rows.iter().map(|r| r[d]).sum::<f32>() + dot(&s.dense, wide_dense);
-    Forward {
-        acts,
-        logit: deep + wide,
-    }
+    let (i, _, off) = layers[last];
+    let (w, b) = (&params[off..off + i], params[off + i]);
+    let wide_dense = &params[params.len() - NUM_DENSE..];
+    let x = &sc.acts[last];
+    sc.logits.clear();
+    sc.logits.extend(samples.iter().enumerate().map(|(k, s)| {
+        let wide = rows_of(k).iter().map(|r| r[d]).sum::<f32>() + dot(&s.dense, wide_dense);
+        dot(&x[k * i..(k + 1) * i], w) + b + wide
+    }));
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -154,83 +249,143 @@ fn sigmoid(x: f32) -> f32 {
 
 /// Predicted click probability of `s`.
 pub fn predict(spec: &ModelSpec, params: &[f32], s: &Sample, rows: &SampleRows) -> f32 {
-    sigmoid(forward(spec, params, s, rows).logit)
+    let mut sc = Scratch::default();
+    forward_batch(spec, params, std::slice::from_ref(s), &|_| *rows, &mut sc);
+    sigmoid(sc.logits[0])
 }
 
-/// Forward and backward over `samples`; `rows_of(k)` gives sample `k`'s embedding rows.
+/// Forward and backward over `samples` (allocating form of [`forward_backward_into`]).
 pub fn forward_backward<'a>(
     spec: &ModelSpec,
     params: &[f32],
     samples: &[Sample],
     rows_of: impl Fn(usize) -> SampleRows<'a>,
 ) -> ChunkGrad {
-    let (d, rl) = (spec.emb_dim, spec.row_len());
-    let layers = spec.layers();
     let mut g = ChunkGrad {
         loss_sum: 0.0,
         dense: vec![0.0; params.len()],
-        sparse: vec![0.0; samples.len() * NUM_SPARSE * rl],
+        sparse: vec![0.0; samples.len() * NUM_SPARSE * spec.row_len()],
     };
-    let offsets: Vec<usize> = layers
-        .iter()
-        .scan(0, |off, &(i, o)| {
-            let start = *off;
-            *off += i * o + o;
-            Some(start)
-        })
-        .collect();
-    let wide_off = params.len() - NUM_DENSE;
-    for (k, s) in samples.iter().enumerate() {
-        let rows = rows_of(k);
-        let f = forward(spec, params, s, &rows);
-        let p = sigmoid(f.logit);
-        g.loss_sum += f64::from(-if s.label > 0.5 {
+    g.loss_sum = forward_backward_into(
+        spec,
+        params,
+        samples,
+        rows_of,
+        &mut Scratch::default(),
+        &mut g.dense,
+        &mut g.sparse,
+    );
+    g
+}
+
+/// Forward and backward over `samples`, batch-major on GEMMs; `rows_of(k)` gives sample
+/// `k`'s embedding rows. Adds the summed dense gradient to `dense` (the caller zeroes it),
+/// writes each (sample, field) row gradient to `sparse` (`row_len` floats each, overwritten)
+/// and returns the summed log loss.
+pub fn forward_backward_into<'a>(
+    spec: &ModelSpec,
+    params: &[f32],
+    samples: &[Sample],
+    rows_of: impl Fn(usize) -> SampleRows<'a>,
+    sc: &mut Scratch,
+    dense: &mut [f32],
+    sparse: &mut [f32],
+) -> f64 {
+    let (n, d, rl) = (samples.len(), spec.emb_dim, spec.row_len());
+    assert_eq!(dense.len(), params.len(), "dense gradient length");
+    assert_eq!(sparse.len(), n * NUM_SPARSE * rl, "sparse gradient length");
+    if n == 0 {
+        return 0.0;
+    }
+    forward_batch(spec, params, samples, &rows_of, sc);
+    let layers = layer_offsets(spec);
+    let last = layers.len() - 1;
+    let mut loss_sum = 0.0f64;
+    // dz of the output layer: dlogit per sample.
+    sc.dz.clear();
+    for (s, &logit) in samples.iter().zip(&sc.logits) {
+        let p = sigmoid(logit);
+        loss_sum += f64::from(-if s.label > 0.5 {
             p.max(1e-7).ln()
         } else {
             (1.0 - p).max(1e-7).ln()
         });
-        let dlogit = p - s.label;
-        // Wide part.
-        let sg = &mut g.sparse[k * NUM_SPARSE * rl..(k + 1) * NUM_SPARSE * rl];
+        sc.dz.push(p - s.label);
+    }
+    // Wide part: every field's wide weight gets dlogit; the dense wide weights get dlogit x.
+    let wide_off = params.len() - NUM_DENSE;
+    for (k, s) in samples.iter().enumerate() {
+        let g = sc.dz[k];
         for fld in 0..NUM_SPARSE {
-            sg[fld * rl + d] = dlogit;
+            sparse[(k * NUM_SPARSE + fld) * rl + d] = g;
         }
-        axpy(
-            dlogit,
-            &s.dense,
-            &mut g.dense[wide_off..wide_off + NUM_DENSE],
-        );
-        // Deep part, last layer first.
-        let mut da = vec![dlogit];
-        for l in (0..layers.len()).rev() {
-            let (i, o) = layers[l];
-            let off = offsets[l];
-            let a_prev = &f.acts[l];
-            let dz: Vec<f32> = if l + 1 == layers.len() {
-                da.clone()
-            } else {
-                da.iter()
-                    .zip(&f.acts[l + 1])
-                    .map(|(g, a)| if *a > 0.0 { *g } else { 0.0 })
-                    .collect()
-            };
-            let w = &params[off..off + i * o];
-            let mut da_prev = vec![0.0f32; i];
-            for (r, &ar) in a_prev.iter().enumerate() {
-                let wr = &w[r * o..(r + 1) * o];
-                da_prev[r] = dot(wr, &dz);
-                if ar != 0.0 {
-                    axpy(ar, &dz, &mut g.dense[off + r * o..off + (r + 1) * o]);
-                }
-            }
-            axpy(1.0, &dz, &mut g.dense[off + i * o..off + i * o + o]);
-            da = da_prev;
-        }
-        for fld in 0..NUM_SPARSE {
-            sg[fld * rl..fld * rl + d].copy_from_slice(&da[fld * d..(fld + 1) * d]);
+        for (acc, x) in dense[wide_off..].iter_mut().zip(&s.dense) {
+            *acc += g * x;
         }
     }
-    g
+    // Output layer (i -> 1): gW += A^T dz, gb += sum dz, dA = dz W^T.
+    let (i, _, off) = layers[last];
+    {
+        let a = &sc.acts[last];
+        let gw = &mut dense[off..off + i];
+        for (k, &g) in sc.dz.iter().enumerate() {
+            for (acc, x) in gw.iter_mut().zip(&a[k * i..(k + 1) * i]) {
+                *acc += g * x;
+            }
+        }
+        dense[off + i] += sc.dz.iter().sum::<f32>();
+        let w = &params[off..off + i];
+        sc.da.clear();
+        for &g in &sc.dz {
+            sc.da.extend(w.iter().map(|x| g * x));
+        }
+    }
+    // Hidden layers, last first: dz = dA masked by ReLU, then gradients and dA of the input.
+    for l in (0..last).rev() {
+        let (i, o, off) = layers[l];
+        let out = &sc.acts[l + 1];
+        std::mem::swap(&mut sc.dz, &mut sc.da);
+        for (g, a) in sc.dz.iter_mut().zip(out) {
+            if *a <= 0.0 {
+                *g = 0.0;
+            }
+        }
+        let a = &sc.acts[l];
+        gemm(
+            a,
+            View::row_major(n, i).t(),
+            &sc.dz,
+            View::row_major(n, o),
+            1.0,
+            &mut dense[off..off + i * o],
+            View::row_major(i, o),
+        );
+        for row in sc.dz.chunks_exact(o) {
+            for (acc, g) in dense[off + i * o..off + i * o + o].iter_mut().zip(row) {
+                *acc += g;
+            }
+        }
+        sc.da.resize(n * i, 0.0);
+        gemm(
+            &sc.dz,
+            View::row_major(n, o),
+            &params[off..off + i * o],
+            View::row_major(i, o).t(),
+            0.0,
+            &mut sc.da,
+            View::row_major(n, i),
+        );
+    }
+    // The input's gradient: each field's D columns go to that (sample, field) row.
+    let width = spec.input_dim();
+    for k in 0..n {
+        let da = &sc.da[k * width..(k + 1) * width];
+        for fld in 0..NUM_SPARSE {
+            let dst = (k * NUM_SPARSE + fld) * rl;
+            sparse[dst..dst + d].copy_from_slice(&da[fld * d..(fld + 1) * d]);
+        }
+    }
+    loss_sum
 }
 
 #[cfg(test)]

@@ -3,13 +3,14 @@
 //! Each PS shard is served by its own pool of `threads_per_ps` OS threads pulling messages from
 //! one MPMC queue, like a PS process with an RPC thread pool. Requests from different workers
 //! are served in parallel; one request is served by one thread. The embedding table is split
-//! into lock stripes so update threads rarely contend. The shard's dense slice sits behind a
+//! into lock stripes so update threads rarely contend; each stripe is an open-addressing ID
+//! index ([`crate::index`]) over contiguous row arenas, and a request takes each stripe's
+//! lock once, prefetching index entries and rows a few IDs ahead. The shard's dense slice sits behind a
 //! single lock, so dense push/pull is serialised per PS like traffic through one NIC.
 //!
 //! Every handler measures its own CPU time into [`PsStats`]; the calibration turns those into
 //! the model's `T_upd` (update work shared by the PS's threads) and `T_sync` (dense traffic).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -18,6 +19,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
 use crate::cputime::MeasureToken;
+use crate::index::{prefetch_read, IdIndex};
 use crate::plan::{dense_range, ps_of, stable_hash, FeatureId};
 
 const STRIPES: usize = 16;
@@ -113,15 +115,25 @@ pub struct PsSnapshot {
     pub table_rows: u64,
 }
 
-/// A row: `row_len` values followed by `row_len` optimiser accumulators.
-type Row = Vec<f32>;
+/// One lock stripe of a shard's embedding table: an ID index and two contiguous arenas,
+/// the rows' values and their optimiser accumulators (`row_len` floats per slot each), so a
+/// gather streams values only.
+#[derive(Default)]
+struct Stripe {
+    index: IdIndex,
+    values: Vec<f32>,
+    accs: Vec<f32>,
+}
+
+/// How many IDs ahead of the current one the table prefetches (index entry, then row).
+const PREFETCH: usize = 8;
 
 struct Shard {
     row_len: usize,
     seed: u64,
     optimizer: Optimizer,
     token: MeasureToken,
-    stripes: Vec<Mutex<HashMap<FeatureId, Row>>>,
+    stripes: Vec<Mutex<Stripe>>,
     dense: Mutex<(Vec<f32>, Vec<f32>)>,
     stats: PsStats,
 }
@@ -131,42 +143,101 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Shard {
-    fn stripe(&self, id: FeatureId) -> &Mutex<HashMap<FeatureId, Row>> {
-        &self.stripes[(stable_hash(id) >> 40) as usize % STRIPES]
-    }
+fn stripe_of(id: FeatureId) -> usize {
+    (stable_hash(id) >> 40) as usize % STRIPES
+}
 
-    /// Deterministic initial row of `id`: small uniform deep part, zero wide weight.
-    fn init_row(&self, id: FeatureId) -> Row {
+/// Positions `0..ids.len()` grouped by stripe (stable within a stripe), and each stripe's
+/// range in that order: one lock per stripe per request instead of one per ID.
+fn by_stripe(ids: &[FeatureId]) -> (Vec<u32>, [std::ops::Range<usize>; STRIPES]) {
+    let stripe: Vec<u8> = ids.iter().map(|&id| stripe_of(id) as u8).collect();
+    let mut starts = [0usize; STRIPES + 1];
+    for &s in &stripe {
+        starts[s as usize + 1] += 1;
+    }
+    for k in 0..STRIPES {
+        starts[k + 1] += starts[k];
+    }
+    let ranges = std::array::from_fn(|k| starts[k]..starts[k + 1]);
+    let mut order = vec![0u32; ids.len()];
+    for (pos, &s) in stripe.iter().enumerate() {
+        order[starts[s as usize]] = pos as u32;
+        starts[s as usize] += 1;
+    }
+    (order, ranges)
+}
+
+impl Shard {
+    /// Deterministic initial values of `id`'s row: small uniform deep part, zero wide weight.
+    fn init_values(&self, id: FeatureId, out: &mut [f32]) {
         let rl = self.row_len;
-        let mut r = vec![self.optimizer.init_acc(); 2 * rl];
-        for (j, v) in r[..rl - 1].iter_mut().enumerate() {
+        for (j, v) in out[..rl - 1].iter_mut().enumerate() {
             let h = stable_hash(id ^ stable_hash(self.seed.wrapping_add(j as u64)));
             *v = ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1;
         }
-        r[rl - 1] = 0.0;
-        r
+        out[rl - 1] = 0.0;
+    }
+
+    /// The slot of `id` in `st`, creating its row on first sight.
+    fn slot(&self, st: &mut Stripe, id: FeatureId) -> usize {
+        let (slot, new) = st.index.get_or_insert(id);
+        let rl = self.row_len;
+        if new {
+            let at = st.values.len();
+            st.values.resize(at + rl, 0.0);
+            self.init_values(id, &mut st.values[at..]);
+            st.accs.resize(at + rl, self.optimizer.init_acc());
+        }
+        slot as usize
+    }
+
+    /// Runs `f(position, stripe, slot)` for every ID, one stripe lock at a time, with the
+    /// index entries of upcoming IDs prefetched.
+    fn for_each_slot(&self, ids: &[FeatureId], mut f: impl FnMut(usize, &mut Stripe, usize)) {
+        let (order, ranges) = by_stripe(ids);
+        let mut slots = Vec::new();
+        for (s, range) in ranges.into_iter().enumerate() {
+            if range.is_empty() {
+                continue;
+            }
+            let group = &order[range];
+            let mut st = lock(&self.stripes[s]);
+            slots.clear();
+            for (j, &pos) in group.iter().enumerate() {
+                if let Some(&ahead) = group.get(j + PREFETCH) {
+                    st.index.prefetch(ids[ahead as usize]);
+                }
+                slots.push(self.slot(&mut st, ids[pos as usize]));
+            }
+            let rl = self.row_len;
+            for (j, (&pos, &slot)) in group.iter().zip(&slots).enumerate() {
+                if let Some(&ahead) = slots.get(j + PREFETCH) {
+                    prefetch_read(&st.values[ahead * rl]);
+                }
+                f(pos as usize, &mut st, slot);
+            }
+        }
     }
 
     fn lookup(&self, ids: &[FeatureId]) -> Vec<f32> {
         let rl = self.row_len;
-        let mut out = Vec::with_capacity(ids.len() * rl);
-        for &id in ids {
-            let mut s = lock(self.stripe(id));
-            let row = s.entry(id).or_insert_with(|| self.init_row(id));
-            out.extend_from_slice(&row[..rl]);
-        }
+        let mut out = vec![0.0f32; ids.len() * rl];
+        self.for_each_slot(ids, |pos, st, slot| {
+            out[pos * rl..(pos + 1) * rl].copy_from_slice(&st.values[slot * rl..(slot + 1) * rl]);
+        });
         out
     }
 
     fn update(&self, ids: &[FeatureId], grads: &[f32]) {
         let rl = self.row_len;
-        for (k, &id) in ids.iter().enumerate() {
-            let mut s = lock(self.stripe(id));
-            let row = s.entry(id).or_insert_with(|| self.init_row(id));
-            let (w, acc) = row.split_at_mut(rl);
-            self.optimizer.apply(w, acc, &grads[k * rl..(k + 1) * rl]);
-        }
+        self.for_each_slot(ids, |pos, st, slot| {
+            let Stripe { values, accs, .. } = st;
+            self.optimizer.apply(
+                &mut values[slot * rl..(slot + 1) * rl],
+                &mut accs[slot * rl..(slot + 1) * rl],
+                &grads[pos * rl..(pos + 1) * rl],
+            );
+        });
     }
 
     fn dense_sync(&self, grads: Option<&[f32]>) -> Vec<f32> {
@@ -271,7 +342,9 @@ impl PsCluster {
                 seed,
                 optimizer,
                 token: token.clone(),
-                stripes: (0..STRIPES).map(|_| Mutex::new(HashMap::new())).collect(),
+                stripes: (0..STRIPES)
+                    .map(|_| Mutex::new(Stripe::default()))
+                    .collect(),
                 dense: Mutex::new((slice, acc)),
                 stats: PsStats::default(),
             });
@@ -325,10 +398,16 @@ impl PsCluster {
     /// The current row of `id` without creating it (an unseen ID gets its initial row).
     pub fn peek_row(&self, id: FeatureId) -> Vec<f32> {
         let shard = &self.shards[ps_of(id, self.shards.len())];
-        let s = lock(shard.stripe(id));
+        let st = lock(&shard.stripes[stripe_of(id)]);
         let rl = shard.row_len;
-        s.get(&id)
-            .map_or_else(|| shard.init_row(id)[..rl].to_vec(), |r| r[..rl].to_vec())
+        match st.index.get(id) {
+            Some(slot) => st.values[slot as usize * rl..(slot as usize + 1) * rl].to_vec(),
+            None => {
+                let mut row = vec![0.0; rl];
+                shard.init_values(id, &mut row);
+                row
+            }
+        }
     }
 
     /// The full dense parameter vector, concatenated from the shards.
@@ -350,7 +429,7 @@ impl PsCluster {
                 dense_ns: s.stats.dense_ns.load(Ordering::Relaxed),
                 lookup_requests: s.stats.lookup_requests.load(Ordering::Relaxed),
                 rows_served: s.stats.rows_served.load(Ordering::Relaxed),
-                table_rows: s.stripes.iter().map(|t| lock(t).len() as u64).sum(),
+                table_rows: s.stripes.iter().map(|t| lock(t).index.len() as u64).sum(),
             })
             .collect()
     }

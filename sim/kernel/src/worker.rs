@@ -1,5 +1,8 @@
-//! A training worker: takes shards, and per batch looks up embeddings, computes gradients on
-//! `threads` scoped threads, pushes sparse gradients and synchronises the dense parameters.
+//! A training worker: takes shards, and per batch deduplicates its IDs (an [`IdIndex`], no
+//! sort), looks up the rows, computes gradients batch-major on a persistent pool of
+//! `threads` compute threads (one rayon pool per worker run, never a thread per batch),
+//! reduces the per-thread gradients in parallel, pushes sparse gradients and synchronises
+//! the dense parameters.
 //!
 //! Each phase is measured in CPU time of the threads doing it (see [`crate::cputime`]), in
 //! sections that never hold the measurement token while waiting for a PS:
@@ -8,12 +11,14 @@
 //! only the worker-side packing here (the PS-side work is added from PS statistics).
 
 use crossbeam_channel::unbounded;
+use rayon::prelude::*;
 
 use crate::cache::HotCache;
 use crate::cputime::MeasureToken;
 use crate::data::{Dataset, Sample, NUM_SPARSE};
-use crate::model::{forward_backward, ChunkGrad, ModelSpec, SampleRows};
-use crate::plan::{dense_range, plan_lookup, FeatureId};
+use crate::index::IdIndex;
+use crate::model::{forward_backward_into, ModelSpec, SampleRows, Scratch};
+use crate::plan::{dense_range, field_of, ps_of, FeatureId};
 use crate::ps::{PsCluster, PsMsg};
 use crate::shard::ShardQueue;
 
@@ -58,6 +63,62 @@ pub struct WorkerEnv<'a> {
     pub token: &'a MeasureToken,
 }
 
+/// What one compute chunk of a batch owns: its scratch, its gradients and its timing.
+#[derive(Default)]
+struct ChunkBuf {
+    scratch: Scratch,
+    dense: Vec<f32>,
+    /// Per (sample, field) row gradients, as the model writes them.
+    per_field: Vec<f32>,
+    /// The same summed per unique ID of the batch (`row_len` floats per unique slot).
+    sparse: Vec<f32>,
+    loss: f64,
+    ns: u64,
+}
+
+/// A worker's buffers, reused across batches: a step allocates little once warm.
+struct WorkerState {
+    /// The compute threads (`None` with one thread: the worker's own thread computes).
+    pool: Option<rayon::ThreadPool>,
+    samples: Vec<Sample>,
+    /// The batch's IDs deduplicated: ID -> position in `unique` (first-seen order).
+    index: IdIndex,
+    unique: Vec<FeatureId>,
+    /// Per sample, each field's position in `unique`.
+    slots: Vec<[u32; NUM_SPARSE]>,
+    /// The rows of `unique`, `row_len` floats each.
+    rows: Vec<f32>,
+    chunks: Vec<ChunkBuf>,
+    dense: Vec<f32>,
+    sparse: Vec<f32>,
+}
+
+impl WorkerState {
+    fn new(threads: usize) -> Self {
+        // A pool that cannot be built (thread limits) degrades to computing on one thread.
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|t| format!("worker-compute-{t}"))
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        WorkerState {
+            pool,
+            samples: Vec::new(),
+            index: IdIndex::default(),
+            unique: Vec::new(),
+            slots: Vec::new(),
+            rows: Vec::new(),
+            chunks: Vec::new(),
+            dense: Vec::new(),
+            sparse: Vec::new(),
+        }
+    }
+}
+
 /// Runs the worker loop until the queue is empty or the worker is killed.
 pub fn run_worker(
     env: &WorkerEnv,
@@ -65,6 +126,7 @@ pub fn run_worker(
     cache: &mut HotCache,
 ) -> (WorkerStats, WorkerExit) {
     let mut st = WorkerStats::default();
+    let mut ws = WorkerState::new(env.threads.max(1));
     while let Some(shard) = env.queue.take(env.index) {
         let mut start = shard.start;
         while start < shard.end {
@@ -72,8 +134,9 @@ pub fn run_worker(
                 return (st, WorkerExit::Killed);
             }
             let end = (start + env.batch as u64).min(shard.end);
-            let samples: Vec<Sample> = (start..end).map(|i| env.data.sample(i)).collect();
-            train_batch(env, &samples, params, cache, &mut st);
+            ws.samples.clear();
+            ws.samples.extend((start..end).map(|i| env.data.sample(i)));
+            train_batch(env, &mut ws, params, cache, &mut st);
             start = end;
         }
         env.queue.commit(env.index);
@@ -81,159 +144,261 @@ pub fn run_worker(
     (st, WorkerExit::Finished)
 }
 
-/// Looks up the batch's rows; returns `(unique ids, rows, slots per sample, worker ns, PS ns)`.
-/// Worker-side work is measured under the token in two sections (before sending, after all
-/// replies arrived) so that neither holds it while waiting for a PS.
-#[allow(clippy::type_complexity)]
-fn lookup(
-    env: &WorkerEnv,
-    samples: &[Sample],
-    cache: &mut HotCache,
-    st: &mut WorkerStats,
-) -> (Vec<FeatureId>, Vec<f32>, Vec<[u32; NUM_SPARSE]>, u64, u64) {
-    let rl = env.spec.row_len();
-    let ((unique, mut rows, plan), ns_before) = env.token.timed(|| {
-        let ids: Vec<FeatureId> = samples.iter().flat_map(|s| s.sparse).collect();
-        let unique = crate::plan::unique_sorted(&ids);
-        let (hits, misses) = cache.split(&unique);
-        let mut rows = vec![0.0f32; unique.len() * rl];
-        for (k, row) in hits {
-            rows[k * rl..(k + 1) * rl].copy_from_slice(&row);
-        }
-        (
-            unique,
-            rows,
-            plan_lookup(&misses, env.ps.num_ps(), env.packed),
-        )
-    });
-    let (tx, rx) = unbounded();
-    for (tag, r) in plan.requests.iter().enumerate() {
-        let reply = tx.clone();
-        env.ps.send(
-            r.ps,
-            PsMsg::Lookup {
-                tag,
-                ids: r.ids.clone(),
-                reply,
-            },
-        );
+/// Positions `0..keys.len()` grouped by key (stable within a key), as `(key, positions)` in
+/// ascending key order, skipping empty keys: a counting sort over `buckets` keys.
+fn group_by_key(keys: &[u32], buckets: usize) -> Vec<(u32, Vec<u32>)> {
+    let mut counts = vec![0usize; buckets];
+    for &k in keys {
+        counts[k as usize] += 1;
     }
-    st.lookup_requests += plan.requests.len() as u64;
-    let replies: Vec<_> = (0..plan.requests.len())
-        .map_while(|_| rx.recv().ok())
-        .collect();
-    let mut serve_per_ps = vec![0u64; env.ps.num_ps()];
-    let (slots, ns_after) = env.token.timed(|| {
-        for reply in &replies {
-            let req = &plan.requests[reply.tag];
-            serve_per_ps[req.ps] += reply.serve_ns;
-            for (k, id) in req.ids.iter().enumerate() {
-                let slot = unique.binary_search(id).unwrap_or_default();
-                let row = &reply.rows[k * rl..(k + 1) * rl];
-                rows[slot * rl..(slot + 1) * rl].copy_from_slice(row);
-                cache.fill(*id, row);
-            }
-        }
-        samples
-            .iter()
-            .map(|s| {
-                std::array::from_fn(|f| {
-                    unique.binary_search(&s.sparse[f]).unwrap_or_default() as u32
-                })
-            })
-            .collect()
-    });
-    let ps_ns = serve_per_ps.into_iter().max().unwrap_or(0);
-    (unique, rows, slots, ns_before + ns_after, ps_ns)
+    let mut groups: Vec<Vec<u32>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
+    for (pos, &k) in keys.iter().enumerate() {
+        groups[k as usize].push(pos as u32);
+    }
+    groups
+        .into_iter()
+        .enumerate()
+        .filter(|(_, g)| !g.is_empty())
+        .map(|(k, g)| (k as u32, g))
+        .collect()
 }
 
-/// Row accessor for the samples of one chunk starting at batch position `base`.
-fn rows_for<'a>(
-    rows: &'a [f32],
-    slots: &'a [[u32; NUM_SPARSE]],
-    rl: usize,
-    base: usize,
-) -> impl Fn(usize) -> SampleRows<'a> + Send + 'a {
-    move |k| {
-        std::array::from_fn(|f| {
-            let s = slots[base + k][f] as usize;
-            &rows[s * rl..(s + 1) * rl]
-        })
+/// Deduplicates the batch's IDs into `ws.unique` / `ws.slots` and fetches their rows into
+/// `ws.rows` (cache first, then one request per PS, or per (PS, field) unpacked). Returns
+/// `(worker ns, slowest PS's serving ns)`. Worker-side work is measured under the token in
+/// two sections (before sending, after all replies arrived) so that neither holds it while
+/// waiting for a PS.
+fn lookup(
+    env: &WorkerEnv,
+    ws: &mut WorkerState,
+    cache: &mut HotCache,
+    st: &mut WorkerStats,
+) -> (u64, u64) {
+    let rl = env.spec.row_len();
+    let num_ps = env.ps.num_ps();
+    let (requests, ns_before) = env.token.timed(|| {
+        let WorkerState {
+            samples,
+            index,
+            unique,
+            slots,
+            rows,
+            ..
+        } = ws;
+        index.clear();
+        index.reserve(samples.len() * NUM_SPARSE);
+        unique.clear();
+        slots.clear();
+        for s in samples.iter() {
+            slots.push(std::array::from_fn(|f| {
+                let (slot, new) = index.get_or_insert(s.sparse[f]);
+                if new {
+                    unique.push(s.sparse[f]);
+                }
+                slot
+            }));
+        }
+        rows.clear();
+        rows.resize(unique.len() * rl, 0.0);
+        let misses: Vec<u32> = if cache.is_off() {
+            (0..unique.len() as u32).collect()
+        } else {
+            cache.split_into(unique, rows, rl)
+        };
+        // Request key: the PS (packed), or (PS, field) unpacked; ascending, like `plan_lookup`.
+        let (keys, buckets): (Vec<u32>, usize) = if env.packed {
+            let k = misses
+                .iter()
+                .map(|&u| ps_of(unique[u as usize], num_ps) as u32);
+            (k.collect(), num_ps)
+        } else {
+            let k = misses.iter().map(|&u| {
+                let id = unique[u as usize];
+                (ps_of(id, num_ps) * NUM_SPARSE + field_of(id).min(NUM_SPARSE - 1)) as u32
+            });
+            (k.collect(), num_ps * NUM_SPARSE)
+        };
+        group_by_key(&keys, buckets)
+            .into_iter()
+            .map(|(key, members)| {
+                let ps = if env.packed {
+                    key as usize
+                } else {
+                    key as usize / NUM_SPARSE
+                };
+                let positions: Vec<u32> = members.iter().map(|&m| misses[m as usize]).collect();
+                let ids = positions.iter().map(|&u| unique[u as usize]).collect();
+                (ps, positions, ids)
+            })
+            .collect::<Vec<(usize, Vec<u32>, Vec<FeatureId>)>>()
+    });
+    let (tx, rx) = unbounded();
+    let mut positions = Vec::with_capacity(requests.len());
+    for (tag, (ps, pos, ids)) in requests.into_iter().enumerate() {
+        positions.push((ps, pos));
+        let reply = tx.clone();
+        env.ps.send(ps, PsMsg::Lookup { tag, ids, reply });
     }
+    st.lookup_requests += positions.len() as u64;
+    let replies: Vec<_> = (0..positions.len()).map_while(|_| rx.recv().ok()).collect();
+    let mut serve_per_ps = vec![0u64; num_ps];
+    let ((), ns_after) = env.token.timed(|| {
+        for reply in &replies {
+            let (ps, pos) = &positions[reply.tag];
+            serve_per_ps[*ps] += reply.serve_ns;
+            for (k, &u) in pos.iter().enumerate() {
+                let row = &reply.rows[k * rl..(k + 1) * rl];
+                ws.rows[u as usize * rl..(u as usize + 1) * rl].copy_from_slice(row);
+                if !cache.is_off() {
+                    cache.fill(ws.unique[u as usize], row);
+                }
+            }
+        }
+    });
+    let ps_ns = serve_per_ps.into_iter().max().unwrap_or(0);
+    (ns_before + ns_after, ps_ns)
+}
+
+/// Forward and backward of one chunk (samples `base..base + len` of the batch), its row
+/// gradients summed per unique ID into `buf.sparse`.
+fn compute_chunk(
+    env: &WorkerEnv,
+    params: &[f32],
+    samples: &[Sample],
+    slots: &[[u32; NUM_SPARSE]],
+    rows: &[f32],
+    unique_len: usize,
+    buf: &mut ChunkBuf,
+) {
+    let rl = env.spec.row_len();
+    let ((), ns) = env.token.timed(|| {
+        buf.dense.clear();
+        buf.dense.resize(params.len(), 0.0);
+        buf.per_field.resize(samples.len() * NUM_SPARSE * rl, 0.0);
+        let rows_of = |k: usize| -> SampleRows<'_> {
+            std::array::from_fn(|f| {
+                let s = slots[k][f] as usize;
+                &rows[s * rl..(s + 1) * rl]
+            })
+        };
+        buf.loss = forward_backward_into(
+            env.spec,
+            params,
+            samples,
+            rows_of,
+            &mut buf.scratch,
+            &mut buf.dense,
+            &mut buf.per_field,
+        );
+        buf.sparse.clear();
+        buf.sparse.resize(unique_len * rl, 0.0);
+        for (k, sl) in slots.iter().enumerate() {
+            for (f, &u) in sl.iter().enumerate() {
+                let src = &buf.per_field[(k * NUM_SPARSE + f) * rl..(k * NUM_SPARSE + f + 1) * rl];
+                let dst = &mut buf.sparse[u as usize * rl..(u as usize + 1) * rl];
+                dst.iter_mut().zip(src).for_each(|(d, v)| *d += v);
+            }
+        }
+    });
+    buf.ns = ns;
+}
+
+/// `out = scale * sum of parts`, in `threads` contiguous ranges on the pool; returns the
+/// slowest range's CPU nanoseconds (the reduction's critical path).
+fn reduce_into(env: &WorkerEnv, parts: &[&[f32]], out: &mut [f32], scale: f32) -> u64 {
+    let ranges = env.threads.max(1);
+    let len = out.len().div_ceil(ranges).max(1);
+    out.par_chunks_mut(len)
+        .enumerate()
+        .map(|(r, dst)| {
+            env.token
+                .timed(|| {
+                    let start = r * len;
+                    dst.fill(0.0);
+                    for p in parts {
+                        let src = &p[start..start + dst.len()];
+                        dst.iter_mut().zip(src).for_each(|(d, v)| *d += v);
+                    }
+                    dst.iter_mut().for_each(|d| *d *= scale);
+                })
+                .1
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn train_batch(
     env: &WorkerEnv,
-    samples: &[Sample],
+    ws: &mut WorkerState,
     params: &mut Vec<f32>,
     cache: &mut HotCache,
     st: &mut WorkerStats,
 ) {
     let rl = env.spec.row_len();
-    let (unique, rows, slots, worker_ns, ps_ns) = lookup(env, samples, cache, st);
+    let (worker_ns, ps_ns) = lookup(env, ws, cache, st);
     st.emb_ns += worker_ns + ps_ns;
     st.emb_iter_ns.push(worker_ns + ps_ns);
 
-    // Gradient computation over `threads` scoped threads, one contiguous chunk each.
-    let chunk = samples.len().div_ceil(env.threads.max(1));
-    let rows_of = |base: usize| rows_for(&rows, &slots, rl, base);
-    let mut results: Vec<(ChunkGrad, u64)> = Vec::new();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = samples
-            .chunks(chunk)
-            .enumerate()
-            .skip(1)
-            .map(|(c, part)| {
-                let f = rows_of(c * chunk);
-                let p = &*params;
-                scope.spawn(move || env.token.timed(|| forward_backward(env.spec, p, part, f)))
-            })
-            .collect();
-        let first = &samples[..chunk.min(samples.len())];
-        results.push(
-            env.token
-                .timed(|| forward_backward(env.spec, params, first, rows_of(0))),
-        );
-        results.extend(handles.into_iter().filter_map(|h| h.join().ok()));
-    });
-    let ((dense, sparse), reduce_ns) = env.token.timed(|| {
-        let scale = 1.0 / samples.len() as f32;
-        let mut dense = vec![0.0f32; params.len()];
-        let mut sparse = vec![0.0f32; unique.len() * rl];
-        for (c, (g, _)) in results.iter().enumerate() {
-            st.loss_sum += g.loss_sum;
-            dense
-                .iter_mut()
-                .zip(&g.dense)
-                .for_each(|(d, v)| *d += v * scale);
-            let n = g.sparse.len() / (NUM_SPARSE * rl);
-            for (k, sl) in slots[c * chunk..].iter().take(n).enumerate() {
-                for f in 0..NUM_SPARSE {
-                    let src = &g.sparse[(k * NUM_SPARSE + f) * rl..(k * NUM_SPARSE + f + 1) * rl];
-                    let dst = &mut sparse[sl[f] as usize * rl..(sl[f] as usize + 1) * rl];
-                    dst.iter_mut().zip(src).for_each(|(d, v)| *d += v * scale);
-                }
-            }
-        }
-        (dense, sparse)
-    });
-    let slowest = results.iter().map(|r| r.1).max().unwrap_or(0);
+    // Gradient computation on the worker's compute threads, one contiguous chunk each.
+    let m = ws.samples.len();
+    let threads = env.threads.max(1);
+    let chunk = m.div_ceil(threads).max(1);
+    let n_chunks = m.div_ceil(chunk);
+    ws.chunks
+        .resize_with(n_chunks.max(ws.chunks.len()), ChunkBuf::default);
+    let unique_len = ws.unique.len();
+    let WorkerState {
+        pool,
+        samples,
+        slots,
+        rows,
+        chunks,
+        dense,
+        sparse,
+        ..
+    } = ws;
+    let p = &**params;
+    let chunks = &mut chunks[..n_chunks];
+    let mut work = || {
+        chunks.par_iter_mut().enumerate().for_each(|(c, buf)| {
+            let range = c * chunk..((c + 1) * chunk).min(m);
+            let (s, sl) = (&samples[range.clone()], &slots[range]);
+            compute_chunk(env, p, s, sl, rows, unique_len, buf);
+        });
+        let scale = 1.0 / m as f32;
+        dense.resize(p.len(), 0.0);
+        sparse.resize(unique_len * rl, 0.0);
+        let d: Vec<&[f32]> = chunks.iter().map(|b| b.dense.as_slice()).collect();
+        let s: Vec<&[f32]> = chunks.iter().map(|b| b.sparse.as_slice()).collect();
+        reduce_into(env, &d, dense, scale) + reduce_into(env, &s, sparse, scale)
+    };
+    let reduce_ns = match pool {
+        Some(pool) => pool.install(&mut work),
+        None => work(),
+    };
+    st.loss_sum += chunks.iter().map(|b| b.loss).sum::<f64>();
+    let slowest = chunks.iter().map(|b| b.ns).max().unwrap_or(0);
     st.grad_ns += slowest + reduce_ns;
     st.grad_iter_ns.push(slowest + reduce_ns);
 
     // Sparse push: one packed message per PS, fire and forget (sent outside the token, since a
     // full queue blocks).
+    let num_ps = env.ps.num_ps();
     let (updates, upd_ns) = env.token.timed(|| {
-        let plan = plan_lookup(&unique, env.ps.num_ps(), true);
-        plan.requests
+        let keys: Vec<u32> = ws
+            .unique
+            .iter()
+            .map(|&id| ps_of(id, num_ps) as u32)
+            .collect();
+        group_by_key(&keys, num_ps)
             .into_iter()
-            .map(|r| {
-                let mut grads = Vec::with_capacity(r.ids.len() * rl);
-                for id in &r.ids {
-                    let slot = unique.binary_search(id).unwrap_or_default();
-                    grads.extend_from_slice(&sparse[slot * rl..(slot + 1) * rl]);
+            .map(|(ps, members)| {
+                let mut grads = Vec::with_capacity(members.len() * rl);
+                for &u in &members {
+                    grads.extend_from_slice(&ws.sparse[u as usize * rl..(u as usize + 1) * rl]);
                 }
-                (r.ps, PsMsg::Update { ids: r.ids, grads })
+                let ids = members.iter().map(|&u| ws.unique[u as usize]).collect();
+                (ps as usize, PsMsg::Update { ids, grads })
             })
             .collect::<Vec<_>>()
     });
@@ -243,10 +408,10 @@ fn train_batch(
     st.upd_ns += upd_ns;
 
     // Dense push + pull.
-    let p = env.ps.num_ps();
+    let dense = &ws.dense;
     let (slices, pack_ns) = env.token.timed(|| {
-        (0..p)
-            .map(|j| dense[dense_range(j, p, dense.len())].to_vec())
+        (0..num_ps)
+            .map(|j| dense[dense_range(j, num_ps, dense.len())].to_vec())
             .collect::<Vec<_>>()
     });
     let (tx, rx) = unbounded();
@@ -260,14 +425,14 @@ fn train_batch(
             },
         );
     }
-    let replies: Vec<_> = (0..p).map_while(|_| rx.recv().ok()).collect();
+    let replies: Vec<_> = (0..num_ps).map_while(|_| rx.recv().ok()).collect();
     let ((), unpack_ns) = env.token.timed(|| {
         for r in replies {
-            let range = dense_range(r.tag, p, params.len());
+            let range = dense_range(r.tag, num_ps, params.len());
             params[range].copy_from_slice(&r.values);
         }
     });
     st.sync_ns += pack_ns + unpack_ns;
     st.iterations += 1;
-    st.samples += samples.len() as u64;
+    st.samples += m as u64;
 }

@@ -1,0 +1,170 @@
+//! An open-addressing map from feature ID to a dense slot number (`u32`), the index behind
+//! both the PS's embedding storage ([`crate::ps`]) and a worker's per-batch deduplication
+//! ([`crate::worker`]).
+//!
+//! Slots are handed out in insertion order (0, 1, 2, ...), so the rows they name can live in
+//! one contiguous arena: `row(slot) = arena[slot * row_len..]`. Probing is linear over
+//! `(id, slot)` pairs of 16 bytes, so a hit usually costs one cache line; the table doubles
+//! at a load factor of 1/2. Positions come from [`stable_hash`], so the layout (and with it
+//! every iteration order derived from slots) is the same on every run and machine.
+
+use crate::plan::{stable_hash, FeatureId};
+
+const EMPTY: u32 = u32::MAX;
+
+/// A feature-ID -> slot map with slots assigned in insertion order.
+#[derive(Debug, Clone)]
+pub struct IdIndex {
+    /// `(id, slot)`; `slot == EMPTY` marks a free entry.
+    entries: Vec<(FeatureId, u32)>,
+    mask: usize,
+    len: usize,
+}
+
+impl Default for IdIndex {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
+impl IdIndex {
+    /// An empty index that holds `n` IDs without growing.
+    pub fn with_capacity(n: usize) -> Self {
+        let cap = (2 * n).next_power_of_two().max(16);
+        IdIndex {
+            entries: vec![(0, EMPTY); cap],
+            mask: cap - 1,
+            len: 0,
+        }
+    }
+
+    /// Number of IDs held (the next slot to be handed out).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no ID is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets every ID, keeping the allocation (slots restart at 0).
+    pub fn clear(&mut self) {
+        if self.len > 0 {
+            self.entries.fill((0, EMPTY));
+            self.len = 0;
+        }
+    }
+
+    /// Prepares for `extra` more IDs (grows once instead of several times).
+    pub fn reserve(&mut self, extra: usize) {
+        let need = 2 * (self.len + extra);
+        if need > self.entries.len() {
+            self.grow_to(need.next_power_of_two());
+        }
+    }
+
+    #[inline]
+    fn home(&self, id: FeatureId) -> usize {
+        stable_hash(id) as usize & self.mask
+    }
+
+    /// The slot of `id`, if held.
+    #[inline]
+    pub fn get(&self, id: FeatureId) -> Option<u32> {
+        let mut i = self.home(id);
+        loop {
+            let (k, s) = self.entries[i];
+            if s == EMPTY {
+                return None;
+            }
+            if k == id {
+                return Some(s);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The slot of `id` and whether it was just inserted (it then gets slot `len() - 1`).
+    #[inline]
+    pub fn get_or_insert(&mut self, id: FeatureId) -> (u32, bool) {
+        if 2 * (self.len + 1) > self.entries.len() {
+            self.grow_to(2 * self.entries.len());
+        }
+        let mut i = self.home(id);
+        loop {
+            let (k, s) = self.entries[i];
+            if s == EMPTY {
+                let slot = u32::try_from(self.len).expect("fewer than 2^32 - 1 IDs per index");
+                self.entries[i] = (id, slot);
+                self.len += 1;
+                return (slot, true);
+            }
+            if k == id {
+                return (s, false);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Hints the CPU to fetch `id`'s home entry (used a few IDs ahead of a probe).
+    #[inline]
+    pub fn prefetch(&self, id: FeatureId) {
+        prefetch_read(&self.entries[self.home(id)]);
+    }
+
+    fn grow_to(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.entries, vec![(0, EMPTY); cap]);
+        self.mask = cap - 1;
+        for (k, s) in old.into_iter().filter(|e| e.1 != EMPTY) {
+            let mut i = self.home(k);
+            while self.entries[i].1 != EMPTY {
+                i = (i + 1) & self.mask;
+            }
+            self.entries[i] = (k, s);
+        }
+    }
+}
+
+/// Asks the CPU to bring `x`'s cache line closer (a no-op where unsupported).
+#[inline]
+pub fn prefetch_read<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` is a hint; it never faults, whatever the address, and `x` is a
+    // valid reference anyway. SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn matches_a_hash_map_and_numbers_slots_in_insertion_order() {
+        let mut idx = IdIndex::with_capacity(4);
+        let mut reference: HashMap<FeatureId, u32> = HashMap::new();
+        for k in 0..50_000u64 {
+            let id = stable_hash(k % 7_919) ^ (k % 3);
+            let before = reference.len();
+            let want = *reference.entry(id).or_insert(before as u32);
+            let (got, new) = idx.get_or_insert(id);
+            assert_eq!(got, want, "id {id}");
+            assert_eq!(new, reference.len() > before);
+        }
+        assert_eq!(idx.len(), reference.len());
+        for (&id, &slot) in &reference {
+            assert_eq!(idx.get(id), Some(slot));
+        }
+        assert_eq!(idx.get(u64::MAX - 5), None);
+        idx.clear();
+        assert!(idx.is_empty());
+        assert_eq!(idx.get_or_insert(42), (0, true));
+    }
+}

@@ -60,6 +60,49 @@ fn default_truth_is_the_contract_applied_to_the_shipped_calibration() {
     }
 }
 
+/// The shipped calibration is measured over production shapes (batch 32-4096, embedding dim
+/// 8-64), written at the simulator's reference shape from inside that grid (the contract then
+/// extrapolates nothing in `m` or `D`), and its fit meets the held-out targets: at most 10%
+/// MAPE per kind, at most 15% on shapes held out of the fit.
+#[test]
+fn shipped_calibration_spans_production_shapes_and_holds_between_them() {
+    let v: serde_json::Value = serde_json::from_str(calibration::SHIPPED_JSON).unwrap();
+    assert_eq!(v["version"], 2);
+    let grid = v["grid"].as_array().unwrap();
+    let range = |key: &str| {
+        let vals = grid.iter().map(|p| p[key].as_f64().unwrap());
+        (
+            vals.clone().fold(f64::INFINITY, f64::min),
+            vals.fold(0.0, f64::max),
+        )
+    };
+    assert_eq!(range("batch"), (32.0, 4096.0));
+    assert_eq!(range("emb_dim"), (8.0, 64.0));
+    let r = &v["reference"];
+    assert_eq!(
+        (r["batch"].as_f64(), r["emb_dim"].as_f64()),
+        (Some(REFERENCE_BATCH), Some(16.0))
+    );
+    assert_eq!(r["inside_grid"], true);
+    for kind in ModelKind::ALL {
+        let k = kind.to_string();
+        let m = &v["models"][&k];
+        assert_eq!(
+            (m["batch"].as_f64(), m["emb_dim"].as_f64()),
+            (Some(REFERENCE_BATCH), Some(16.0)),
+            "{k}"
+        );
+        let f = &v["fit"][&k];
+        let (held, shapes) = (
+            f["heldout_mape"].as_f64().unwrap(),
+            f["heldout_shape_mape"].as_f64().unwrap(),
+        );
+        assert!(f["n_heldout_shape"].as_u64().unwrap() > 0, "{k}");
+        assert!(held <= 10.0, "{k}: held-out MAPE {held}%");
+        assert!(shapes <= 15.0, "{k}: held-out-shape MAPE {shapes}%");
+    }
+}
+
 #[test]
 fn shipped_truth_reaches_dlrover_throughput_with_the_papers_bottlenecks() {
     let truth = calibration::shipped_truth();

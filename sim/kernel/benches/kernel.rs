@@ -1,6 +1,9 @@
 //! Kernel micro-benchmarks: PS lookup and update paths (rows/s, samples/s), a local embedding
 //! gather, and a STREAM-like copy so the gather rate can be read as a share of memory bandwidth.
 //!
+//! `memory/gather_ps_3m_rows_d16` vs `memory/stream_copy_64mib` is the gather's share of
+//! the machine's copy bandwidth (issue target: at least 25%).
+//!
 //! Run briefly: `cargo bench -p dlsim-kernel --bench kernel -- --warm-up-time 1 --measurement-time 3`.
 
 use std::collections::HashMap;
@@ -8,8 +11,9 @@ use std::collections::HashMap;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use crossbeam_channel::unbounded;
 use dlsim_kernel::data::{Dataset, SyntheticData, NUM_SPARSE};
-use dlsim_kernel::plan::{plan_lookup, unique_sorted, FeatureId};
+use dlsim_kernel::plan::{feature_id, plan_lookup, stable_hash, unique_sorted, FeatureId};
 use dlsim_kernel::ps::{Optimizer, PsCluster, PsMsg};
+use rand::{Rng, SeedableRng};
 
 const BATCH: usize = 256;
 const DIM: usize = 16;
@@ -102,6 +106,40 @@ fn bench_memory(c: &mut Criterion) {
             black_box(&out);
         })
     });
+    // Gather through the PS path from a table larger than the caches: 3M rows of D + 1 = 17
+    // floats (204 MB of values, as many of accumulators), one request of 65,536 Zipf-drawn
+    // IDs (deduplicated, as a worker sends them). Bytes counted are the rows gathered.
+    let rows = 3_000_000u64;
+    let ps = PsCluster::start(
+        1,
+        1,
+        DIM + 1,
+        &[0.0; 64],
+        Optimizer::Adagrad {
+            lr: 0.01,
+            init_acc: 0.1,
+        },
+        1,
+    );
+    let all: Vec<FeatureId> = (0..rows).map(|r| feature_id(0, r)).collect();
+    for chunk in all.chunks(1 << 20) {
+        lookup_all(&ps, chunk); // populate: measure the steady state
+    }
+    let zipf = rand_distr::Zipf::new(rows, 1.05).expect("valid Zipf");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let drawn: Vec<FeatureId> = (0..65_536)
+        .map(|_| {
+            let rank = rng.sample(zipf) as u64 - 1;
+            feature_id(0, stable_hash(rank) % rows)
+        })
+        .collect();
+    let big = unique_sorted(&drawn);
+    g.throughput(Throughput::Bytes((big.len() * (DIM + 1) * 4) as u64));
+    g.sample_size(20);
+    g.bench_function("gather_ps_3m_rows_d16", |b| {
+        b.iter(|| black_box(lookup_all(&ps, &big)))
+    });
+    drop(ps);
     // STREAM "copy": bytes counted once read + once written, as STREAM does.
     let n = 8 << 20; // 64 MiB of f64
     let src = vec![1.0f64; n];

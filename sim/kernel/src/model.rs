@@ -43,6 +43,11 @@ impl ModelSpec {
         dims.windows(2).map(|w| (w[0], w[1])).collect()
     }
 
+    /// Multiply-adds of the MLP per sample (forward pass).
+    pub fn mlp_macs(&self) -> usize {
+        self.layers().iter().map(|(i, o)| i * o).sum()
+    }
+
     /// Length of the flat dense parameter vector.
     pub fn num_dense_params(&self) -> usize {
         self.layers().iter().map(|(i, o)| i * o + o).sum::<usize>() + NUM_DENSE

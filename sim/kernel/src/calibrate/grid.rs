@@ -3,25 +3,40 @@
 //! A *kind* is a model shape standing in for one of the papers' jobs: `wide_deep` is the
 //! Wide&Deep of [`crate::model`]; `dcn` and `xdeepfm` are the same architecture with wider
 //! and deeper MLPs, i.e. compute-heavier stand-ins (no cross or CIN layers), so their
-//! `a_grad` is larger as in DLRover's Table 1. Batch size and embedding dimension are fixed per
-//! kind, as in DLRover-RM (`m` and `D` do not change during a job); a separate scan varies
-//! them to show how the parts scale.
+//! `a_grad` is larger as in DLRover's Table 1. Each kind is measured over a grid of *shapes*
+//! (batch size `m` x embedding dimension `D`) and configurations (`w`, `p`, `lambda_w`,
+//! `lambda_p`); one shape-aware fit ([`super::shape`]) covers them all, and whole shapes are
+//! held out to check that it holds between the shapes it saw.
 
 use dlsim_fit::{Config, PartTimes};
 use serde::{Deserialize, Serialize};
 
-use crate::data::SyntheticData;
+use crate::data::{InMemory, SyntheticData};
 use crate::model::ModelSpec;
 use crate::ps::Optimizer;
 use crate::train::{train, FaultConfig, TrainConfig};
 
-/// A model kind to calibrate.
+use super::shape::ShapeInputs;
+
+/// A model kind to calibrate: its MLP. In the written file, `batch` and `emb_dim` are the
+/// reference shape at which `kinds.<kind>` (the paper's form) holds; the grid's points carry
+/// the shapes actually measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Kind {
     pub name: String,
     pub hidden: Vec<usize>,
     pub emb_dim: usize,
     pub batch: usize,
+}
+
+impl Kind {
+    /// The model of this kind at embedding dimension `emb_dim`.
+    pub fn spec(&self, emb_dim: usize) -> ModelSpec {
+        ModelSpec {
+            emb_dim,
+            hidden: self.hidden.clone(),
+        }
+    }
 }
 
 /// One grid point.
@@ -36,25 +51,32 @@ pub struct GridPoint {
     pub iterations_per_worker: usize,
     /// Held out of the fit and used to validate it.
     pub heldout: bool,
+    /// Its whole shape `(m, D)` is held out (validates the fit at shapes it never saw).
+    #[serde(default)]
+    pub heldout_shape: bool,
 }
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub kinds: Vec<Kind>,
-    /// `(kind index, point)` pairs; points of a kind share its batch size and `D`.
+    /// `(kind index, point)` pairs over every kind's shapes and configurations.
     pub points: Vec<(usize, GridPoint)>,
-    /// Points of the first kind varying `m` and `D` (not fitted): how the fit extrapolates.
-    pub scan: Vec<(usize, GridPoint)>,
+    /// The shape `(m, D)` at which the fit is written in the paper's form (the simulator's
+    /// reference workload, inside the grid so nothing is extrapolated).
+    pub reference: (usize, usize),
+    /// Times the whole grid is run; each part is the median over the passes.
+    pub passes: usize,
     pub seed: u64,
 }
 
-fn kinds(scale: usize) -> Vec<Kind> {
+/// The kinds: MLP widths only (`m` and `D` come from the grid's shapes).
+fn kinds() -> Vec<Kind> {
     let k = |name: &str, hidden: Vec<usize>| Kind {
         name: name.into(),
         hidden,
-        emb_dim: 8,
-        batch: 32 * scale,
+        emb_dim: 0,
+        batch: 0,
     };
     vec![
         k("wide_deep", vec![32, 16]),
@@ -63,42 +85,57 @@ fn kinds(scale: usize) -> Vec<Kind> {
     ]
 }
 
-impl Plan {
-    /// Cartesian grid over `w, p in ws, ps` and `lambda in 1..=max_threads` (powers of two).
-    /// Every fourth point (in a fixed order) is held out.
-    fn cartesian(
-        kinds: Vec<Kind>,
-        ws: &[usize],
-        ps: &[usize],
-        max_threads: usize,
-        iters: usize,
-    ) -> Plan {
-        let lambdas: Vec<usize> = (0..4)
-            .map(|e| 1 << e)
-            .filter(|&l| l <= max_threads.max(1))
-            .collect();
+/// A configuration `(w, p, lambda_w, lambda_p)`.
+type Cfg = (usize, usize, usize, usize);
+
+/// A shape-grid plan. Every kind runs `dense` configurations at the reference shape and the
+/// `sparse` subset at every other shape of `batches x dims`. Shapes in `heldout_shapes` are
+/// held out whole; elsewhere every fourth configuration (in a fixed order) is held out.
+/// Iterations per worker shrink with the batch so each point trains about `samples` samples
+/// (at least `min_iters` iterations per worker).
+struct Design<'a> {
+    batches: &'a [usize],
+    dims: &'a [usize],
+    heldout_shapes: &'a [(usize, usize)],
+    reference: (usize, usize),
+    dense: Vec<Cfg>,
+    sparse: Vec<Cfg>,
+    samples: usize,
+    min_iters: usize,
+    max_iters: usize,
+    passes: usize,
+}
+
+impl Design<'_> {
+    fn plan(self, kinds: Vec<Kind>, seed: u64) -> Plan {
         let mut points = Vec::new();
-        for (ki, kind) in kinds.iter().enumerate() {
-            let mut n = 0;
-            for &w in ws {
-                for &p in ps {
-                    for &lw in &lambdas {
-                        for &lp in &lambdas {
-                            points.push((
-                                ki,
-                                GridPoint {
-                                    workers: w,
-                                    ps: p,
-                                    worker_threads: lw,
-                                    ps_threads: lp,
-                                    batch: kind.batch,
-                                    emb_dim: kind.emb_dim,
-                                    iterations_per_worker: iters,
-                                    heldout: n % 4 == 3,
-                                },
-                            ));
-                            n += 1;
-                        }
+        for ki in 0..kinds.len() {
+            for &batch in self.batches {
+                for &emb_dim in self.dims {
+                    let shape = (batch, emb_dim);
+                    let held_shape = self.heldout_shapes.contains(&shape);
+                    let cfgs = if shape == self.reference {
+                        &self.dense
+                    } else {
+                        &self.sparse
+                    };
+                    for (n, &(w, p, lw, lp)) in cfgs.iter().enumerate() {
+                        let iters =
+                            (self.samples / (w * batch)).clamp(self.min_iters, self.max_iters);
+                        points.push((
+                            ki,
+                            GridPoint {
+                                workers: w,
+                                ps: p,
+                                worker_threads: lw,
+                                ps_threads: lp,
+                                batch,
+                                emb_dim,
+                                iterations_per_worker: iters,
+                                heldout: held_shape || n % 4 == 3,
+                                heldout_shape: held_shape,
+                            },
+                        ));
                     }
                 }
             }
@@ -106,57 +143,111 @@ impl Plan {
         Plan {
             kinds,
             points,
-            scan: Vec::new(),
-            seed: 7,
+            reference: self.reference,
+            passes: self.passes,
+            seed,
         }
     }
+}
 
-    /// Adds scan points (kind 0, `w = p = 2`, two threads each) over `batches x dims`.
-    fn with_scan(mut self, batches: &[usize], dims: &[usize], iters: usize) -> Plan {
-        for &batch in batches {
-            for &emb_dim in dims {
-                let pt = GridPoint {
-                    workers: 2,
-                    ps: 2,
-                    worker_threads: 2,
-                    ps_threads: 2,
-                    batch,
-                    emb_dim,
-                    iterations_per_worker: iters,
-                    heldout: true,
-                };
-                self.scan.push((0, pt));
+/// Every `(w, p, lambda_w, lambda_p)` over `ws x ps x lambdas x lambdas`.
+fn cartesian(ws: &[usize], ps: &[usize], lambdas: &[usize]) -> Vec<Cfg> {
+    let mut out = Vec::new();
+    for &w in ws {
+        for &p in ps {
+            for &lw in lambdas {
+                for &lp in lambdas {
+                    out.push((w, p, lw, lp));
+                }
             }
         }
-        self
     }
+    out
+}
 
-    /// The default grid: three kinds, `w in {1,2,4,6}`, `p in {1,2,4}`, plus an `m x D` scan.
+/// Powers of two up to `max_threads` (at most 4: 1, 2, 4).
+fn lambdas(max_threads: usize) -> Vec<usize> {
+    [1, 2, 4]
+        .into_iter()
+        .filter(|&l| l <= max_threads.max(1))
+        .collect()
+}
+
+/// A spread of eight configurations covering `w`, `p`, `lambda_w`, `lambda_p` and fan-in,
+/// with thread counts capped at `max_threads`.
+fn spread(max_threads: usize) -> Vec<Cfg> {
+    let l = |x: usize| x.min(max_threads.max(1));
+    vec![
+        (1, 1, 1, 1),
+        (2, 1, l(2), 1),
+        (1, 2, 1, l(2)),
+        (4, 2, l(2), 1),
+        (2, 4, 1, l(2)),
+        (4, 4, l(4), l(2)),
+        (1, 1, l(4), 1),
+        (4, 1, 1, l(2)),
+    ]
+}
+
+impl Plan {
+    /// The default grid: three kinds; m in {32, 256, 512, 1024, 4096} x D in {8, 16, 32, 64};
+    /// the full `w, p in {1, 2, 4}` x lambda grid at the reference shape (512, 16), eight
+    /// configurations elsewhere; shapes (256, 32) and (1024, 16) held out whole.
     pub fn full(max_threads: usize) -> Plan {
-        Self::cartesian(kinds(8), &[1, 2, 4, 6], &[1, 2, 4], max_threads, 24).with_scan(
-            &[64, 128, 256, 512],
-            &[4, 8, 16],
-            24,
-        )
+        let l = lambdas(max_threads);
+        Design {
+            batches: &[32, 256, 512, 1024, 4096],
+            dims: &[8, 16, 32, 64],
+            heldout_shapes: &[(256, 32), (1024, 16)],
+            reference: (512, 16),
+            dense: cartesian(&[1, 2, 4], &[1, 2, 4], &l),
+            sparse: spread(max_threads),
+            samples: 16_384,
+            min_iters: 4,
+            max_iters: 16,
+            passes: 3,
+        }
+        .plan(kinds(), 7)
     }
 
-    /// `--quick`: three kinds, a small grid, few iterations (seconds in release, ~25 s debug).
+    /// `--quick`: three kinds, small shapes (m in {16, 32, 64} x D in {4, 8, 16}, shape (32, 8)
+    /// held out), few iterations (seconds in release, well under a minute in debug). Its
+    /// reference shape (32, 16) is not the simulator's, so the unit contract rescales it.
     pub fn quick(max_threads: usize) -> Plan {
-        Self::cartesian(kinds(1), &[1, 2, 4], &[1, 2], max_threads, 4).with_scan(
-            &[32, 128],
-            &[4, 16],
-            4,
-        )
+        let l = lambdas(max_threads.min(2));
+        Design {
+            batches: &[16, 32, 64],
+            dims: &[4, 8, 16],
+            heldout_shapes: &[(32, 8)],
+            reference: (32, 16),
+            dense: cartesian(&[1, 2], &[1, 2], &l),
+            sparse: spread(max_threads.min(2))[..6].to_vec(),
+            samples: 256,
+            min_iters: 3,
+            max_iters: 4,
+            passes: 1,
+        }
+        .plan(kinds(), 7)
     }
 
-    /// A grid small enough for debug-mode unit tests: one kind, eight points.
+    /// A grid small enough for debug-mode unit tests: one small kind, four shapes.
     pub fn tiny() -> Plan {
-        let mut k = kinds(1);
+        let mut k = kinds();
         k.truncate(1);
-        k[0].batch = 16;
         k[0].hidden = vec![8];
-        k[0].emb_dim = 4;
-        Self::cartesian(k, &[1, 2], &[1, 2], 2, 2)
+        Design {
+            batches: &[8, 16],
+            dims: &[2, 4],
+            heldout_shapes: &[(16, 2)],
+            reference: (16, 4),
+            dense: cartesian(&[1, 2], &[1, 2], &[1, 2]),
+            sparse: cartesian(&[1, 2], &[1, 2], &[1]),
+            samples: 32,
+            min_iters: 2,
+            max_iters: 2,
+            passes: 1,
+        }
+        .plan(k, 7)
     }
 }
 
@@ -173,6 +264,31 @@ pub struct Measurement {
     pub throughput: f64,
     /// Samples/s actually achieved on this machine (oversubscribed when threads > cores).
     pub wall_samples_per_s: f64,
+    /// Mean unique IDs per batch (rows fetched per step; the cache is off).
+    #[serde(default)]
+    pub unique_rows: f64,
+    /// MLP multiply-adds per sample of the model measured.
+    #[serde(default)]
+    pub mlp_macs: f64,
+}
+
+impl Measurement {
+    /// The shape model's inputs at this measurement.
+    pub fn shape_inputs(&self) -> ShapeInputs {
+        let c = &self.config;
+        ShapeInputs {
+            workers: f64::from(c.workers),
+            ps: f64::from(c.ps),
+            worker_cores: c.worker_cores,
+            ps_cores: c.ps_cores,
+            batch: f64::from(c.batch),
+            emb_dim: f64::from(c.emb_dim),
+            unique_rows: self.unique_rows,
+            mlp_macs: self.mlp_macs,
+            model_mb: c.model_mb,
+            bandwidth_mb_s: c.bandwidth_mb_s,
+        }
+    }
 }
 
 /// Runs one grid point: a single epoch over exactly `iterations_per_worker` batches per worker.
@@ -182,10 +298,7 @@ pub fn measure(
     bandwidth_mb_s: f64,
     seed: u64,
 ) -> anyhow::Result<Measurement> {
-    let spec = ModelSpec {
-        emb_dim: pt.emb_dim,
-        hidden: kind.hidden.clone(),
-    };
+    let spec = kind.spec(pt.emb_dim);
     let cfg = TrainConfig {
         workers: pt.workers,
         ps: pt.ps,
@@ -207,7 +320,9 @@ pub fn measure(
         exclusive_measurement: true,
     };
     let n = (pt.workers * pt.iterations_per_worker * pt.batch) as u64;
-    let data = SyntheticData::standard(seed, n, 8);
+    // Materialised first: generating samples on one core while another core's section is
+    // measured would inflate that section's CPU time (shared caches, SMT siblings).
+    let data = InMemory::materialise(&SyntheticData::standard(seed, n, 8), n);
     let r = train(&cfg, &data, None)?;
     let config = Config {
         workers: pt.workers as u32,
@@ -220,6 +335,7 @@ pub fn measure(
         emb_dim: pt.emb_dim as u32,
     };
     let throughput = (pt.workers * pt.batch) as f64 / r.parts.total_s().max(1e-12);
+    let rows: u64 = r.ps.iter().map(|s| s.rows_served).sum();
     Ok(Measurement {
         kind: kind.name.clone(),
         point: *pt,
@@ -227,6 +343,8 @@ pub fn measure(
         parts: r.parts,
         throughput,
         wall_samples_per_s: r.wall_samples_per_s,
+        unique_rows: rows as f64 / r.iterations.max(1) as f64,
+        mlp_macs: spec.mlp_macs() as f64,
     })
 }
 

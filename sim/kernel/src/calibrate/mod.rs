@@ -1,15 +1,19 @@
 //! `dlsim calibrate`: measure the kernel on a grid of configurations, fit the simulator's
 //! throughput model, validate it on held-out configurations, and write a versioned JSON file.
 //!
-//! How a measurement becomes a simulator parameter: each grid point trains for a few
-//! iterations and records the dedicated-core time of the four parts (see [`crate::cputime`]
-//! and [`crate::train`]); [`dlsim_fit::ThroughputParams::fit_parts`] fits each part's
-//! `(a, b)` by NNLS minimising RMSLE on the non-held-out points; the held-out points report
-//! the MAPE of predicted vs measured throughput. The Optimus speed function is fitted to the
-//! same points for comparison. The simulator reads only the written file.
+//! How a measurement becomes a simulator parameter: each grid point (a shape `m x D` and a
+//! configuration `w, p, lambda_w, lambda_p`) trains for a few iterations and records the
+//! dedicated-core time of the four parts (see [`crate::cputime`] and [`crate::train`]). One
+//! shape-aware model per kind ([`shape`]) is fitted part by part (NNLS on RMSLE) over every
+//! shape's non-held-out points; held-out configurations and whole held-out shapes report its
+//! throughput MAPE. The fit is then written in the paper's form at the reference shape
+//! (`kinds`, inside the grid), which the simulator's unit contract reads. The paper's form
+//! fitted to totals only and the Optimus speed function are fitted at the reference shape for
+//! comparison. The simulator reads only the written file.
 
 mod grid;
 mod plot;
+pub mod shape;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,11 +24,12 @@ use dlsim_fit::{OptimusObs, OptimusParams, ThroughputParams};
 use serde::{Deserialize, Serialize};
 
 pub use grid::{copy_bandwidth_mb_s, measure, GridPoint, Kind, Machine, Measurement, Plan};
+pub use shape::{ShapeInputs, ShapeParams};
 
 /// Format tag of the calibration file.
 pub const FORMAT: &str = "dlsim-calibration";
 /// Schema version of the calibration file; bump on any incompatible change.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Arguments of `dlsim calibrate`.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,6 +40,10 @@ pub struct CalibrateArgs {
     /// Largest threads per worker and per PS explored (grid uses 1, 2, 4, 8 up to N).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Refit the measurements of an earlier calibration file (no new measurements): for
+    /// trying a change of the fit on the same data.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "threads"])]
+    pub refit: Option<PathBuf>,
     /// Output JSON; plots are written next to it as `<stem>_<kind>.png` and `.svg`.
     #[arg(
         long,
@@ -44,23 +53,57 @@ pub struct CalibrateArgs {
     pub out: PathBuf,
 }
 
+/// Held-out error at one shape of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeReport {
+    pub batch: usize,
+    pub emb_dim: usize,
+    /// The whole shape was held out of the fit.
+    pub heldout_shape: bool,
+    /// Held-out points at this shape (all of them for a held-out shape).
+    pub n: usize,
+    /// MAPE of the shape model's throughput on those points.
+    pub mape: f64,
+}
+
 /// Quality of one kind's fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitReport {
     pub n_fit: usize,
+    /// Held-out configurations at fitted shapes.
     pub n_heldout: usize,
-    /// RMSLE of throughput on the fitted points.
+    /// Points at held-out shapes.
+    pub n_heldout_shape: usize,
+    /// RMSLE of throughput on the fitted points (shape model).
     pub rmsle: f64,
-    /// Held-out throughput errors of the per-part fit (the parameters in `kinds`).
+    /// Held-out throughput errors of the shape model at fitted shapes.
     pub heldout_mape: f64,
     pub heldout_mae: f64,
     pub heldout_rmse: f64,
-    /// Held-out MAPE when fitting throughput totals only (what an online job master sees).
+    /// MAPE of the shape model at the shapes held out whole.
+    pub heldout_shape_mape: f64,
+    /// MAPE of the paper-form parameters (`kinds`, what the simulator uses) on the held-out
+    /// points at the reference shape.
+    pub reference_mape: f64,
+    /// At the reference shape: held-out MAPE when fitting throughput totals only (what an
+    /// online job master sees) with the paper's form.
     pub totals_fit_heldout_mape: f64,
-    /// Held-out errors of the Optimus speed function fitted to the same points.
+    /// At the reference shape: held-out errors of the Optimus speed function.
     pub optimus_mape: f64,
     pub optimus_mae: f64,
     pub optimus_rmse: f64,
+    pub per_shape: Vec<ShapeReport>,
+}
+
+/// The shape at which `kinds` is written in the paper's form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub batch: usize,
+    pub emb_dim: usize,
+    /// Mean unique IDs per batch measured at the reference shape (`U` there).
+    pub unique_rows: f64,
+    /// Whether the reference lies within the grid's range of `m` and `D` (no extrapolation).
+    pub inside_grid: bool,
 }
 
 /// The calibration file.
@@ -72,42 +115,94 @@ pub struct Calibration {
     pub command: String,
     /// What time means in `measurements`.
     pub timing: String,
+    /// Times the grid was run over; each part is the median over the passes.
+    #[serde(default)]
+    pub passes: usize,
+    /// The kinds; their `batch` and `emb_dim` are the reference shape of `kinds`.
     pub models: BTreeMap<String, Kind>,
     pub grid: Vec<GridPoint>,
     pub measurements: Vec<Measurement>,
-    /// The fitted DLRover-RM parameters per kind: what the simulator uses.
+    /// The shape-aware fit per kind, over every shape of the grid.
+    pub shape_fit: BTreeMap<String, ShapeParams>,
+    pub reference: Reference,
+    /// The shape fit in the DLRover-RM paper's form at the reference shape: what the
+    /// simulator uses (through the unit contract).
     pub kinds: BTreeMap<String, ThroughputParams>,
     pub optimus: BTreeMap<String, OptimusParams>,
     pub fit: BTreeMap<String, FitReport>,
-    /// Measurements varying `m` and `D` for the first kind, with the fitted model's prediction.
-    pub scan: Vec<ScanRow>,
-    /// MAPE of the fitted model on `scan` (it was fitted at one `m` and `D`).
-    pub scan_mape: Option<f64>,
 }
 
-/// One `m x D` scan measurement and what the fitted parameters predict for it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScanRow {
-    pub measurement: Measurement,
-    pub predicted_parts: dlsim_fit::PartTimes,
-    pub predicted_throughput: f64,
+/// `(actual, predicted)` throughputs of `set` under `f`.
+fn pairs<'a>(
+    set: impl Iterator<Item = &'a Measurement>,
+    f: impl Fn(&Measurement) -> f64,
+) -> (Vec<f64>, Vec<f64>) {
+    set.map(|m| (m.throughput, f(m))).unzip()
 }
 
-fn fit_kind(ms: &[&Measurement]) -> anyhow::Result<(ThroughputParams, OptimusParams, FitReport)> {
-    let (fit, held): (Vec<&&Measurement>, Vec<&&Measurement>) =
-        ms.iter().partition(|m| !m.point.heldout);
+/// Fits the shape model part by part (NNLS on RMSLE of each part's time).
+fn fit_shape(fit: &[&Measurement]) -> anyhow::Result<ShapeParams> {
+    let mut coef: [Vec<f64>; 4] = Default::default();
+    for (part, c) in coef.iter_mut().enumerate() {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for m in fit {
+            let t = [m.parts.grad_s, m.parts.emb_s, m.parts.upd_s, m.parts.sync_s][part];
+            if t > 0.0 && t.is_finite() {
+                x.push(m.shape_inputs().features()[part].clone());
+                y.push(t);
+            }
+        }
+        if !y.is_empty() {
+            *c = dlsim_fit::fit_rmsle(&x, &y)
+                .map_err(|e| anyhow::anyhow!("fitting part {part}: {e}"))?;
+        }
+    }
+    Ok(ShapeParams::from_parts(&coef))
+}
+
+/// Everything fitted for one kind.
+struct KindFit {
+    shape: ShapeParams,
+    paper: ThroughputParams,
+    optimus: OptimusParams,
+    report: FitReport,
+}
+
+fn fit_kind(
+    ms: &[&Measurement],
+    at: &ShapeInputs,
+    reference: (usize, usize),
+) -> anyhow::Result<KindFit> {
+    let fit: Vec<&Measurement> = ms.iter().copied().filter(|m| !m.point.heldout).collect();
+    let held: Vec<&Measurement> = ms
+        .iter()
+        .copied()
+        .filter(|m| m.point.heldout && !m.point.heldout_shape)
+        .collect();
+    let held_shape: Vec<&Measurement> = ms
+        .iter()
+        .copied()
+        .filter(|m| m.point.heldout_shape)
+        .collect();
     anyhow::ensure!(
-        fit.len() >= 3 && !held.is_empty(),
-        "need at least 3 fitted and 1 held-out point, got {} and {}",
+        fit.len() >= 6 && !held.is_empty(),
+        "need at least 6 fitted and 1 held-out point, got {} and {}",
         fit.len(),
         held.len()
     );
-    let parts: Vec<_> = fit.iter().map(|m| (m.config, m.parts)).collect();
-    let params = ThroughputParams::fit_parts(&parts).context("fitting per-part times")?;
-    let totals: Vec<_> = fit.iter().map(|m| (m.config, m.throughput)).collect();
+    let shape = fit_shape(&fit).context("fitting the shape model")?;
+    let paper = shape.paper_form(at);
+    let at_ref = |m: &&Measurement| (m.point.batch, m.point.emb_dim) == reference;
+    let ref_fit: Vec<&Measurement> = fit.iter().copied().filter(at_ref).collect();
+    let ref_held: Vec<&Measurement> = held.iter().copied().filter(at_ref).collect();
+    anyhow::ensure!(
+        ref_fit.len() >= 5 && !ref_held.is_empty(),
+        "the reference shape {reference:?} needs at least 5 fitted and 1 held-out point"
+    );
+    let totals: Vec<_> = ref_fit.iter().map(|m| (m.config, m.throughput)).collect();
     let totals_params =
         ThroughputParams::fit_throughput(&totals).context("fitting throughput totals")?;
-    let obs: Vec<OptimusObs> = fit
+    let obs: Vec<OptimusObs> = ref_fit
         .iter()
         .map(|m| OptimusObs {
             ps: f64::from(m.config.ps),
@@ -116,31 +211,70 @@ fn fit_kind(ms: &[&Measurement]) -> anyhow::Result<(ThroughputParams, OptimusPar
         })
         .collect();
     let optimus = OptimusParams::fit(&obs).context("fitting the Optimus function")?;
-    let actual = |set: &[&&Measurement]| set.iter().map(|m| m.throughput).collect::<Vec<_>>();
-    let pred = |set: &[&&Measurement], p: &ThroughputParams| {
-        set.iter()
-            .map(|m| p.throughput(&m.config))
-            .collect::<Vec<_>>()
-    };
-    let (fa, ha) = (actual(&fit), actual(&held));
-    let hp = pred(&held, &params);
-    let op: Vec<f64> = held
+    let model = |m: &Measurement| shape.throughput(&m.shape_inputs());
+    let (fa, fp) = pairs(fit.iter().copied(), model);
+    let (ha, hp) = pairs(held.iter().copied(), model);
+    let (sa, sp) = pairs(held_shape.iter().copied(), model);
+    let (ra, rp) = pairs(ref_held.iter().copied(), |m| paper.throughput(&m.config));
+    let (_, tp) = pairs(ref_held.iter().copied(), |m| {
+        totals_params.throughput(&m.config)
+    });
+    let (_, op) = pairs(ref_held.iter().copied(), |m| {
+        optimus.predict(f64::from(m.config.ps), f64::from(m.config.workers))
+    });
+    let mut shapes: Vec<(usize, usize)> = ms
         .iter()
-        .map(|m| optimus.predict(f64::from(m.config.ps), f64::from(m.config.workers)))
+        .map(|m| (m.point.batch, m.point.emb_dim))
         .collect();
+    shapes.sort_unstable();
+    shapes.dedup();
+    let per_shape = shapes
+        .into_iter()
+        .filter_map(|(batch, emb_dim)| {
+            let set: Vec<&Measurement> = ms
+                .iter()
+                .copied()
+                .filter(|m| m.point.heldout && (m.point.batch, m.point.emb_dim) == (batch, emb_dim))
+                .collect();
+            let (a, p) = pairs(set.iter().copied(), model);
+            (!a.is_empty()).then(|| ShapeReport {
+                batch,
+                emb_dim,
+                heldout_shape: set[0].point.heldout_shape,
+                n: a.len(),
+                mape: mape_pct(&a, &p),
+            })
+        })
+        .collect();
+    let nan_if_empty = |a: &[f64], p: &[f64]| {
+        if a.is_empty() {
+            f64::NAN
+        } else {
+            mape_pct(a, p)
+        }
+    };
     let report = FitReport {
         n_fit: fit.len(),
         n_heldout: held.len(),
-        rmsle: rmsle(&fa, &pred(&fit, &params)),
+        n_heldout_shape: held_shape.len(),
+        rmsle: rmsle(&fa, &fp),
         heldout_mape: mape_pct(&ha, &hp),
         heldout_mae: mae(&ha, &hp),
         heldout_rmse: rmse(&ha, &hp),
-        totals_fit_heldout_mape: mape_pct(&ha, &pred(&held, &totals_params)),
-        optimus_mape: mape_pct(&ha, &op),
-        optimus_mae: mae(&ha, &op),
-        optimus_rmse: rmse(&ha, &op),
+        heldout_shape_mape: nan_if_empty(&sa, &sp),
+        reference_mape: mape_pct(&ra, &rp),
+        totals_fit_heldout_mape: mape_pct(&ra, &tp),
+        optimus_mape: mape_pct(&ra, &op),
+        optimus_mae: mae(&ra, &op),
+        optimus_rmse: rmse(&ra, &op),
+        per_shape,
     };
-    Ok((params, optimus, report))
+    Ok(KindFit {
+        shape,
+        paper,
+        optimus,
+        report,
+    })
 }
 
 /// Runs `plan` and fits every kind. `progress` receives one line per grid point.
@@ -150,81 +284,147 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> anyhow::Result<Calibration> {
     let machine = Machine::probe();
-    let mut measurements = Vec::with_capacity(plan.points.len());
-    for (i, (ki, pt)) in plan.points.iter().enumerate() {
-        let kind = plan
-            .kinds
-            .get(*ki)
-            .context("grid point names an unknown kind")?;
-        let m = measure(kind, pt, machine.bandwidth_mb_s, plan.seed)?;
-        progress(&format!(
-            "[{}/{}] {} w={} p={} lw={} lp={} -> {:.0} samples/s (wall {:.0})",
-            i + 1,
-            plan.points.len(),
-            kind.name,
-            pt.workers,
-            pt.ps,
-            pt.worker_threads,
-            pt.ps_threads,
-            m.throughput,
-            m.wall_samples_per_s
-        ));
-        measurements.push(m);
+    // The grid is run `passes` times over, and each part of a point is the median over its
+    // passes: interference from other tenants of the machine comes in spells (a whole pass
+    // of memory-bound parts can run 2x slow), so repeats spread out in time beat repeats
+    // back to back.
+    let passes = plan.passes.max(1);
+    let mut runs: Vec<Vec<Measurement>> = vec![Vec::with_capacity(passes); plan.points.len()];
+    for pass in 0..passes {
+        for (i, (ki, pt)) in plan.points.iter().enumerate() {
+            let kind = plan
+                .kinds
+                .get(*ki)
+                .context("grid point names an unknown kind")?;
+            let m = measure(kind, pt, machine.bandwidth_mb_s, plan.seed)?;
+            progress(&format!(
+                "[pass {}/{passes}, {}/{}] {} m={} D={} w={} p={} lw={} lp={} -> {:.0} samples/s (wall {:.0})",
+                pass + 1,
+                i + 1,
+                plan.points.len(),
+                kind.name,
+                pt.batch,
+                pt.emb_dim,
+                pt.workers,
+                pt.ps,
+                pt.worker_threads,
+                pt.ps_threads,
+                m.throughput,
+                m.wall_samples_per_s
+            ));
+            runs[i].push(m);
+        }
     }
+    let measurements: Vec<Measurement> = runs.into_iter().map(median_of_passes).collect();
     let mut cal = Calibration {
         format: FORMAT.into(),
         version: VERSION,
         machine,
         command: command.into(),
-        timing: "per-iteration dedicated-core CPU seconds: each part is the CPU time of the threads doing it (critical path over parallel threads; PS update work divided by lambda_p; dense sync serialised per PS); throughput = w*m/sum(parts)".into(),
-        models: plan.kinds.iter().map(|k| (k.name.clone(), k.clone())).collect(),
+        passes,
+        timing: "per-iteration dedicated-core CPU seconds (per part, the median over the passes): each part is the CPU time of the threads doing it (critical path over parallel threads; PS update work divided by lambda_p; dense sync serialised per PS); throughput = w*m/sum(parts)".into(),
+        models: plan
+            .kinds
+            .iter()
+            .map(|k| {
+                let mut k = k.clone();
+                (k.batch, k.emb_dim) = plan.reference;
+                (k.name.clone(), k)
+            })
+            .collect(),
         grid: plan.points.iter().map(|(_, p)| *p).collect(),
         measurements,
+        shape_fit: BTreeMap::new(),
+        reference: Reference {
+            batch: plan.reference.0,
+            emb_dim: plan.reference.1,
+            unique_rows: 0.0,
+            inside_grid: false,
+        },
         kinds: BTreeMap::new(),
         optimus: BTreeMap::new(),
         fit: BTreeMap::new(),
-        scan: Vec::new(),
-        scan_mape: None,
     };
-    for kind in &plan.kinds {
+    fit_all(&mut cal)?;
+    Ok(cal)
+}
+
+/// One measurement from a point's passes: each part's median, throughput from those.
+fn median_of_passes(mut runs: Vec<Measurement>) -> Measurement {
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+    let of = |f: fn(&Measurement) -> f64| median(runs.iter().map(f).collect());
+    let parts = dlsim_fit::PartTimes {
+        grad_s: of(|m| m.parts.grad_s),
+        upd_s: of(|m| m.parts.upd_s),
+        sync_s: of(|m| m.parts.sync_s),
+        emb_s: of(|m| m.parts.emb_s),
+    };
+    let wall = of(|m| m.wall_samples_per_s);
+    let mut m = runs.swap_remove(0);
+    m.throughput =
+        f64::from(m.config.workers) * f64::from(m.config.batch) / parts.total_s().max(1e-12);
+    m.parts = parts;
+    m.wall_samples_per_s = wall;
+    m
+}
+
+/// (Re)computes every fit of `cal` from its measurements, grid and reference shape.
+pub fn fit_all(cal: &mut Calibration) -> anyhow::Result<()> {
+    let reference = (cal.reference.batch, cal.reference.emb_dim);
+    let (ref_m, ref_d) = reference;
+    let at_ref: Vec<&Measurement> = cal
+        .measurements
+        .iter()
+        .filter(|m| (m.point.batch, m.point.emb_dim) == reference)
+        .collect();
+    anyhow::ensure!(
+        !at_ref.is_empty(),
+        "nothing is measured at the reference shape {reference:?}"
+    );
+    let unique_rows = at_ref.iter().map(|m| m.unique_rows).sum::<f64>() / at_ref.len() as f64;
+    let range = |f: fn(&GridPoint) -> usize| {
+        let v = cal.grid.iter().map(f);
+        (v.clone().min().unwrap_or(0), v.max().unwrap_or(0))
+    };
+    let (bm, dm) = (range(|p| p.batch), range(|p| p.emb_dim));
+    cal.reference.unique_rows = unique_rows;
+    cal.reference.inside_grid = (bm.0..=bm.1).contains(&ref_m) && (dm.0..=dm.1).contains(&ref_d);
+    let kinds: Vec<Kind> = cal.models.values().cloned().collect();
+    for kind in &kinds {
         let ms: Vec<&Measurement> = cal
             .measurements
             .iter()
             .filter(|m| m.kind == kind.name)
             .collect();
-        let (p, o, r) = fit_kind(&ms).with_context(|| format!("kind {}", kind.name))?;
-        cal.kinds.insert(kind.name.clone(), p);
-        cal.optimus.insert(kind.name.clone(), o);
-        cal.fit.insert(kind.name.clone(), r);
+        let spec = kind.spec(ref_d);
+        let c = &ms.first().context("a kind without measurements")?.config;
+        let at = ShapeInputs {
+            workers: 1.0,
+            ps: 1.0,
+            worker_cores: 1.0,
+            ps_cores: 1.0,
+            batch: ref_m as f64,
+            emb_dim: ref_d as f64,
+            unique_rows,
+            mlp_macs: spec.mlp_macs() as f64,
+            model_mb: spec.model_mb(),
+            bandwidth_mb_s: c.bandwidth_mb_s,
+        };
+        let f = fit_kind(&ms, &at, reference).with_context(|| format!("kind {}", kind.name))?;
+        cal.shape_fit.insert(kind.name.clone(), f.shape);
+        cal.kinds.insert(kind.name.clone(), f.paper);
+        cal.optimus.insert(kind.name.clone(), f.optimus);
+        cal.fit.insert(kind.name.clone(), f.report);
     }
-    for (ki, pt) in &plan.scan {
-        let kind = plan
-            .kinds
-            .get(*ki)
-            .context("scan point names an unknown kind")?;
-        let m = measure(kind, pt, cal.machine.bandwidth_mb_s, plan.seed)?;
-        let p = cal.kinds[&kind.name];
-        progress(&format!(
-            "[scan] {} m={} D={} -> {:.0} samples/s, model {:.0}",
-            kind.name,
-            pt.batch,
-            pt.emb_dim,
-            m.throughput,
-            p.throughput(&m.config)
-        ));
-        cal.scan.push(ScanRow {
-            predicted_parts: p.part_times(&m.config),
-            predicted_throughput: p.throughput(&m.config),
-            measurement: m,
-        });
-    }
-    let (a, p): (Vec<f64>, Vec<f64>) = cal
-        .scan
-        .iter()
-        .map(|r| (r.measurement.throughput, r.predicted_throughput))
-        .unzip();
-    cal.scan_mape = (!a.is_empty()).then(|| mape_pct(&a, &p));
-    Ok(cal)
+    Ok(())
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, then a rename.
@@ -296,15 +496,38 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
         command.push_str(&format!(" --threads {t}"));
     }
     command.push_str(&format!(" --out {}", args.out.display()));
-    let cal = run(&plan, &command, |line| eprintln!("{line}"))?;
+    let cal = match &args.refit {
+        Some(path) => {
+            let mut cal = read(path)?;
+            fit_all(&mut cal).with_context(|| format!("refitting {}", path.display()))?;
+            cal.command = format!(
+                "{} (refit by: {command} --refit {})",
+                cal.command,
+                path.display()
+            );
+            cal
+        }
+        None => run(&plan, &command, |line| eprintln!("{line}"))?,
+    };
     for (kind, r) in &cal.fit {
         eprintln!(
-            "{kind}: rmsle {:.3}, held-out MAPE {:.1}% (totals fit {:.1}%), Optimus MAPE {:.1}%",
-            r.rmsle, r.heldout_mape, r.totals_fit_heldout_mape, r.optimus_mape
+            "{kind}: rmsle {:.3}, held-out MAPE {:.1}% ({} points), held-out shapes {:.1}% ({} points); \
+             at the reference shape: paper form {:.1}%, totals fit {:.1}%, Optimus {:.1}%",
+            r.rmsle,
+            r.heldout_mape,
+            r.n_heldout,
+            r.heldout_shape_mape,
+            r.n_heldout_shape,
+            r.reference_mape,
+            r.totals_fit_heldout_mape,
+            r.optimus_mape
         );
     }
-    if let Some(mape) = cal.scan_mape {
-        eprintln!("m x D scan (fit at one m, D): MAPE {mape:.1}%");
+    if !cal.reference.inside_grid {
+        eprintln!(
+            "note: the reference shape m={} D={} lies outside this grid; the fit is extrapolated there",
+            cal.reference.batch, cal.reference.emb_dim
+        );
     }
     for p in write_outputs(&cal, &args.out)? {
         eprintln!("wrote {}", p.display());
@@ -336,7 +559,9 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         assert_eq!(v["format"], "dlsim-calibration");
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], VERSION);
+        assert!(v["shape_fit"]["wide_deep"]["grad_mlp"].is_number());
+        assert!(f.n_heldout_shape > 0 && f.heldout_shape_mape.is_finite());
         assert!(v["kinds"]["wide_deep"]["a_emb"].is_number());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,8 +1,9 @@
 //! Measured vs fitted throughput over `w/p`, `lambda_w` and `lambda_p` (DLRover-RM Fig. 11).
 //!
-//! One figure per kind with three panels, each varying one quantity with the others at a
-//! baseline (p = 2, lambda = 2 where the grid has them); circles are measurements (filled =
-//! held out), lines the fitted model at the same configurations. Written as PNG and SVG with
+//! One figure per kind: three panels at the reference shape, each varying one quantity with
+//! the others at a baseline (p = 2, lambda = 2 where the grid has them; circles are
+//! measurements, filled = held out, lines the fitted shape model at the same configurations),
+//! and a fourth with measured vs fitted throughput of every shape on log axes. Written as PNG and SVG with
 //! `dlsim-plot`'s embedded DejaVu Sans, so the output does not depend on system fonts.
 
 use std::path::{Path, PathBuf};
@@ -75,13 +76,26 @@ fn draw<DB: DrawingBackend>(
 ) -> anyhow::Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting: {e:?}");
     root.fill(&WHITE).map_err(err)?;
-    let ms: Vec<&Measurement> = cal.measurements.iter().filter(|m| m.kind == kind).collect();
-    let params = cal.kinds.get(kind).copied().unwrap_or_default();
-    let mape = cal.fit.get(kind).map_or(f64::NAN, |f| f.heldout_mape);
-    let title = format!("{kind}: measured (o; filled = held out) vs fitted (line) throughput; held-out MAPE {mape:.1}%");
+    let all: Vec<&Measurement> = cal.measurements.iter().filter(|m| m.kind == kind).collect();
+    let reference = (cal.reference.batch, cal.reference.emb_dim);
+    let ms: Vec<&Measurement> = all
+        .iter()
+        .copied()
+        .filter(|m| (m.point.batch, m.point.emb_dim) == reference)
+        .collect();
+    let shape = cal.shape_fit.get(kind).copied().unwrap_or_default();
+    let model = |m: &Measurement| shape.throughput(&m.shape_inputs());
+    let (mape, shape_mape) = cal.fit.get(kind).map_or((f64::NAN, f64::NAN), |f| {
+        (f.heldout_mape, f.heldout_shape_mape)
+    });
+    let title = format!(
+        "{kind}: measured (o; filled = held out) vs fitted (line); held-out MAPE {mape:.1}%, held-out shapes {shape_mape:.1}%"
+    );
     let root = root.titled(&title, ("sans-serif", 20)).map_err(err)?;
     let base = baseline(&ms);
-    for (area, panel) in root.split_evenly((1, 3)).iter().zip(PANELS) {
+    let areas = root.split_evenly((1, 4));
+    draw_parity(&areas[3], &all, &model)?;
+    for (area, panel) in areas.iter().zip(PANELS) {
         let shown: Vec<(u32, &Measurement)> = ms
             .iter()
             .filter_map(|m| (panel.series)(m, &base).map(|s| (s, *m)))
@@ -89,13 +103,16 @@ fn draw<DB: DrawingBackend>(
         let x_max = shown.iter().map(|(_, m)| (panel.x)(m)).fold(1.0, f64::max) * 1.1;
         let y_max = shown
             .iter()
-            .flat_map(|(_, m)| [m.throughput, params.throughput(&m.config)])
+            .flat_map(|(_, m)| [m.throughput, model(m)])
             .fold(1.0, f64::max)
             * 1.1;
         let mut chart = ChartBuilder::on(area)
             .margin(12)
             .caption(
-                format!("lines: one per {}", panel.series_desc),
+                format!(
+                    "m={} D={}; lines: one per {}",
+                    reference.0, reference.1, panel.series_desc
+                ),
                 ("sans-serif", 14),
             )
             .x_label_area_size(40)
@@ -120,9 +137,7 @@ fn draw<DB: DrawingBackend>(
                 .map(|(_, m)| *m)
                 .collect();
             pts.sort_by(|a, b| (panel.x)(a).total_cmp(&(panel.x)(b)));
-            let line = pts
-                .iter()
-                .map(|m| ((panel.x)(m), params.throughput(&m.config) / 1000.0));
+            let line = pts.iter().map(|m| ((panel.x)(m), model(m) / 1000.0));
             chart
                 .draw_series(LineSeries::new(line, color.stroke_width(2)))
                 .map_err(err)?
@@ -152,6 +167,57 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Measured vs predicted throughput of every point of every shape on log axes, with the
+/// line of perfect agreement; held-out points filled, held-out shapes in red.
+fn draw_parity<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    ms: &[&Measurement],
+    model: &dyn Fn(&Measurement) -> f64,
+) -> anyhow::Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting: {e:?}");
+    let vals: Vec<f64> = ms
+        .iter()
+        .flat_map(|m| [m.throughput, model(m)])
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).min(1.0) / 1.2;
+    let hi = vals.iter().copied().fold(1.0, f64::max) * 1.2;
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .caption(
+            "every shape m x D (red = held-out shape)",
+            ("sans-serif", 14),
+        )
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("measured samples/s")
+        .y_desc("fitted samples/s")
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.5)))
+        .map_err(err)?;
+    let dots = ms
+        .iter()
+        .filter(|m| m.throughput > 0.0 && model(m) > 0.0)
+        .map(|m| {
+            let color = if m.point.heldout_shape { RED } else { BLUE };
+            let style = if m.point.heldout {
+                color.filled()
+            } else {
+                color.stroke_width(1)
+            };
+            Circle::new((m.throughput, model(m)), 3, style)
+        });
+    chart.draw_series(dots).map_err(err)?;
+    Ok(())
+}
+
 /// Writes `<stem>_<kind>.png` and `.svg` next to `out` for every kind; returns the paths.
 pub fn write_plots(cal: &Calibration, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     dlsim_plot::register_embedded_font()?;
@@ -163,13 +229,13 @@ pub fn write_plots(cal: &Calibration, out: &Path) -> anyhow::Result<Vec<PathBuf>
     for kind in cal.kinds.keys() {
         let png = dir.join(format!("{stem}_{kind}.png"));
         draw(
-            BitMapBackend::new(&png, (1500, 480)).into_drawing_area(),
+            BitMapBackend::new(&png, (2000, 480)).into_drawing_area(),
             cal,
             kind,
         )?;
         let svg = dir.join(format!("{stem}_{kind}.svg"));
         draw(
-            SVGBackend::new(&svg, (1500, 480)).into_drawing_area(),
+            SVGBackend::new(&svg, (2000, 480)).into_drawing_area(),
             cal,
             kind,
         )?;

@@ -279,9 +279,11 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
             None => e,
         }
     };
-    if raw.format != "dlsim-calibration" || raw.version != 1 {
+    // v2 (shape grid) adds the shape-aware fit; `kinds` and `models.<kind>.batch/emb_dim`
+    // mean the same in both: the paper-form parameters and the shape they hold at.
+    if raw.format != "dlsim-calibration" || !(1..=2).contains(&raw.version) {
         let msg = format!(
-            "expected a dlsim-calibration v1 file, got `{}` v{}",
+            "expected a dlsim-calibration v1 or v2 file, got `{}` v{}",
             raw.format, raw.version
         );
         return Err(err("format", "format".into(), msg));

@@ -1,7 +1,7 @@
 //! Kernel micro-benchmarks: PS lookup and update paths (rows/s, samples/s), a local embedding
 //! gather, and a STREAM-like copy so the gather rate can be read as a share of memory bandwidth.
 //!
-//! `memory/gather_ps_3m_rows_d16` vs `memory/stream_copy_64mib` is the gather's share of
+//! `memory/gather_table_3m_rows_d16` (and `gather_ps_*`, through the PS path) vs `memory/stream_copy_64mib` is the gather's share of
 //! the machine's copy bandwidth (issue target: at least 25%).
 //!
 //! Run briefly: `cargo bench -p dlsim-kernel --bench kernel -- --warm-up-time 1 --measurement-time 3`.
@@ -13,6 +13,7 @@ use crossbeam_channel::unbounded;
 use dlsim_kernel::data::{Dataset, SyntheticData, NUM_SPARSE};
 use dlsim_kernel::plan::{feature_id, plan_lookup, stable_hash, unique_sorted, FeatureId};
 use dlsim_kernel::ps::{Optimizer, PsCluster, PsMsg};
+use dlsim_kernel::table::EmbeddingTable;
 use rand::{Rng, SeedableRng};
 
 const BATCH: usize = 256;
@@ -106,25 +107,17 @@ fn bench_memory(c: &mut Criterion) {
             black_box(&out);
         })
     });
-    // Gather through the PS path from a table larger than the caches: 3M rows of D + 1 = 17
-    // floats (204 MB of values, as many of accumulators), one request of 65,536 Zipf-drawn
-    // IDs (deduplicated, as a worker sends them). Bytes counted are the rows gathered.
+    // Gather from a table larger than the caches: 3M rows of D + 1 = 17 floats (204 MB of
+    // values, as many of accumulators), 65,536 Zipf-drawn IDs deduplicated (as a worker sends
+    // them). `gather_table_*` is the table's own gather into a reused buffer; `gather_ps_*`
+    // the same IDs as one request through the PS path (channel, server thread, reply
+    // allocation). Bytes counted are the rows gathered, once.
     let rows = 3_000_000u64;
-    let ps = PsCluster::start(
-        1,
-        1,
-        DIM + 1,
-        &[0.0; 64],
-        Optimizer::Adagrad {
-            lr: 0.01,
-            init_acc: 0.1,
-        },
-        1,
-    );
+    let opt = Optimizer::Adagrad {
+        lr: 0.01,
+        init_acc: 0.1,
+    };
     let all: Vec<FeatureId> = (0..rows).map(|r| feature_id(0, r)).collect();
-    for chunk in all.chunks(1 << 20) {
-        lookup_all(&ps, chunk); // populate: measure the steady state
-    }
     let zipf = rand_distr::Zipf::new(rows, 1.05).expect("valid Zipf");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     let drawn: Vec<FeatureId> = (0..65_536)
@@ -136,10 +129,34 @@ fn bench_memory(c: &mut Criterion) {
     let big = unique_sorted(&drawn);
     g.throughput(Throughput::Bytes((big.len() * (DIM + 1) * 4) as u64));
     g.sample_size(20);
-    g.bench_function("gather_ps_3m_rows_d16", |b| {
-        b.iter(|| black_box(lookup_all(&ps, &big)))
-    });
-    drop(ps);
+    {
+        let table = EmbeddingTable::new(DIM + 1, opt, 1);
+        let mut out = vec![0.0f32; (1 << 20) * (DIM + 1)];
+        for chunk in all.chunks(1 << 20) {
+            table.gather(chunk, &mut out[..chunk.len() * (DIM + 1)]); // populate
+        }
+        let mut out = vec![0.0f32; big.len() * (DIM + 1)];
+        g.bench_function("gather_table_3m_rows_d16", |b| {
+            b.iter(|| {
+                table.gather(&big, &mut out);
+                black_box(&out);
+            })
+        });
+    }
+    {
+        let ps = PsCluster::start(1, 1, DIM + 1, &[0.0; 64], opt, 1);
+        for chunk in all.chunks(1 << 20) {
+            lookup_all(&ps, chunk);
+        }
+        let (tx, rx) = unbounded();
+        g.bench_function("gather_ps_3m_rows_d16", |b| {
+            b.iter(|| {
+                let reply = tx.clone();
+                ps.send(0, PsMsg::Lookup { tag: 0, ids: big.clone(), reply });
+                black_box(rx.recv().map_or(0, |r| r.rows.len()))
+            })
+        });
+    }
     // STREAM "copy": bytes counted once read + once written, as STREAM does.
     let n = 8 << 20; // 64 MiB of f64
     let src = vec![1.0f64; n];

@@ -32,7 +32,7 @@ impl IdIndex {
     pub fn with_capacity(n: usize) -> Self {
         let cap = (2 * n).next_power_of_two().max(16);
         IdIndex {
-            entries: vec![(0, EMPTY); cap],
+            entries: huge_vec(cap, (0, EMPTY)),
             mask: cap - 1,
             len: 0,
         }
@@ -69,6 +69,34 @@ impl IdIndex {
         stable_hash(id) as usize & self.mask
     }
 
+    /// Like [`Self::get_or_insert`] with `hash == stable_hash(id)` already computed.
+    #[inline]
+    pub fn get_or_insert_hashed(&mut self, id: FeatureId, hash: u64) -> (u32, bool) {
+        if 2 * (self.len + 1) > self.entries.len() {
+            self.grow_to(2 * self.entries.len());
+        }
+        let mut i = hash as usize & self.mask;
+        loop {
+            let (k, s) = self.entries[i];
+            if s == EMPTY {
+                let slot = u32::try_from(self.len).expect("fewer than 2^32 - 1 IDs per index");
+                self.entries[i] = (id, slot);
+                self.len += 1;
+                return (slot, true);
+            }
+            if k == id {
+                return (s, false);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Like [`Self::prefetch`] with `hash == stable_hash(id)`.
+    #[inline]
+    pub fn prefetch_hashed(&self, hash: u64) {
+        prefetch_read(&self.entries[hash as usize & self.mask]);
+    }
+
     /// The slot of `id`, if held.
     #[inline]
     pub fn get(&self, id: FeatureId) -> Option<u32> {
@@ -88,23 +116,7 @@ impl IdIndex {
     /// The slot of `id` and whether it was just inserted (it then gets slot `len() - 1`).
     #[inline]
     pub fn get_or_insert(&mut self, id: FeatureId) -> (u32, bool) {
-        if 2 * (self.len + 1) > self.entries.len() {
-            self.grow_to(2 * self.entries.len());
-        }
-        let mut i = self.home(id);
-        loop {
-            let (k, s) = self.entries[i];
-            if s == EMPTY {
-                let slot = u32::try_from(self.len).expect("fewer than 2^32 - 1 IDs per index");
-                self.entries[i] = (id, slot);
-                self.len += 1;
-                return (slot, true);
-            }
-            if k == id {
-                return (s, false);
-            }
-            i = (i + 1) & self.mask;
-        }
+        self.get_or_insert_hashed(id, stable_hash(id))
     }
 
     /// Hints the CPU to fetch `id`'s home entry (used a few IDs ahead of a probe).
@@ -114,7 +126,7 @@ impl IdIndex {
     }
 
     fn grow_to(&mut self, cap: usize) {
-        let old = std::mem::replace(&mut self.entries, vec![(0, EMPTY); cap]);
+        let old = std::mem::replace(&mut self.entries, huge_vec(cap, (0, EMPTY)));
         self.mask = cap - 1;
         for (k, s) in old.into_iter().filter(|e| e.1 != EMPTY) {
             let mut i = self.home(k);
@@ -122,6 +134,58 @@ impl IdIndex {
                 i = (i + 1) & self.mask;
             }
             self.entries[i] = (k, s);
+        }
+    }
+}
+
+/// Below this many bytes a buffer is not worth a huge-page hint.
+const HUGE_MIN_BYTES: usize = 4 << 20;
+
+/// A vector of `n` copies of `fill` whose memory is hinted for transparent huge pages before
+/// it is first touched (see [`advise_huge`]).
+pub fn huge_vec<T: Clone>(n: usize, fill: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    advise_huge(&v);
+    v.resize(n, fill);
+    v
+}
+
+/// Grows `v` by `extra` default elements, reallocating (at least doubling) into memory hinted
+/// for huge pages when it must grow: an arena of embedding rows is read at random, and 4 KiB
+/// pages make nearly every row a TLB miss as well as a cache miss.
+pub fn grow_huge<T: Clone + Default>(v: &mut Vec<T>, extra: usize) {
+    let need = v.len() + extra;
+    if need > v.capacity() {
+        let mut bigger = Vec::with_capacity(need.max(2 * v.capacity()));
+        advise_huge(&bigger);
+        bigger.extend_from_slice(v);
+        *v = bigger;
+    }
+    v.resize(need, T::default());
+}
+
+/// Hints the kernel to back `v`'s allocation (its whole capacity) with transparent huge
+/// pages (`madvise(MADV_HUGEPAGE)`, honoured where THP is `always` or `madvise`). Only the
+/// 2 MiB-aligned interior is advised; small buffers are left alone. A hint: failures are
+/// ignored and other platforms do nothing.
+pub fn advise_huge<T>(v: &Vec<T>) {
+    let bytes = v.capacity() * std::mem::size_of::<T>();
+    if bytes < HUGE_MIN_BYTES {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_ptr() as usize;
+        let aligned = start.next_multiple_of(HUGE);
+        let end = (start + bytes) / HUGE * HUGE;
+        if end > aligned {
+            // SAFETY: the range lies inside `v`'s live allocation (its capacity), which stays
+            // mapped while `v` is borrowed; MADV_HUGEPAGE changes no contents and no
+            // protection, only how the kernel may back the pages.
+            unsafe {
+                libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+            }
         }
     }
 }

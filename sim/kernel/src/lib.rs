@@ -21,5 +21,6 @@ pub mod model;
 pub mod plan;
 pub mod ps;
 pub mod shard;
+pub mod table;
 pub mod train;
 pub mod worker;

@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Sample, NUM_DENSE, NUM_SPARSE};
+use crate::table::copy_row;
 
 /// Shape of the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,14 +206,14 @@ fn forward_batch<'a>(
     let (n, d) = (samples.len(), spec.emb_dim);
     let layers = layer_offsets(spec);
     sc.acts.resize_with(layers.len(), Vec::new);
+    let width = spec.input_dim();
     let input = &mut sc.acts[0];
-    input.clear();
-    input.reserve(n * spec.input_dim());
-    for (k, s) in samples.iter().enumerate() {
-        for r in rows_of(k) {
-            input.extend_from_slice(&r[..d]);
+    input.resize(n * width, 0.0);
+    for (k, (s, x)) in samples.iter().zip(input.chunks_exact_mut(width)).enumerate() {
+        for (r, dst) in rows_of(k).iter().zip(x.chunks_exact_mut(d)) {
+            copy_row(dst, &r[..d]);
         }
-        input.extend_from_slice(&s.dense);
+        copy_row(&mut x[NUM_SPARSE * d..], &s.dense);
     }
     let last = layers.len() - 1;
     for (l, &(i, o, off)) in layers[..last].iter().enumerate() {
@@ -387,7 +388,7 @@ pub fn forward_backward_into<'a>(
         let da = &sc.da[k * width..(k + 1) * width];
         for fld in 0..NUM_SPARSE {
             let dst = (k * NUM_SPARSE + fld) * rl;
-            sparse[dst..dst + d].copy_from_slice(&da[fld * d..(fld + 1) * d]);
+            copy_row(&mut sparse[dst..dst + d], &da[fld * d..(fld + 1) * d]);
         }
     }
     loss_sum

@@ -2,10 +2,8 @@
 //!
 //! Each PS shard is served by its own pool of `threads_per_ps` OS threads pulling messages from
 //! one MPMC queue, like a PS process with an RPC thread pool. Requests from different workers
-//! are served in parallel; one request is served by one thread. The embedding table is split
-//! into lock stripes so update threads rarely contend; each stripe is an open-addressing ID
-//! index ([`crate::index`]) over contiguous row arenas, and a request takes each stripe's
-//! lock once, prefetching index entries and rows a few IDs ahead. The shard's dense slice sits behind a
+//! are served in parallel; one request is served by one thread. The embedding rows live in an
+//! [`EmbeddingTable`] (lock stripes over contiguous row arenas, see [`crate::table`]). The shard's dense slice sits behind a
 //! single lock, so dense push/pull is serialised per PS like traffic through one NIC.
 //!
 //! Every handler measures its own CPU time into [`PsStats`]; the calibration turns those into
@@ -19,10 +17,9 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
 use crate::cputime::MeasureToken;
-use crate::index::{prefetch_read, IdIndex};
-use crate::plan::{dense_range, ps_of, stable_hash, FeatureId};
+use crate::table::EmbeddingTable;
+use crate::plan::{dense_range, ps_of, FeatureId};
 
-const STRIPES: usize = 16;
 /// Queue depth per PS; a worker pushing into a full queue blocks (back-pressure).
 const QUEUE_DEPTH: usize = 256;
 
@@ -37,7 +34,7 @@ pub enum Optimizer {
 
 impl Optimizer {
     /// Applies one gradient to `w` (and its accumulators `acc`, same length).
-    fn apply(&self, w: &mut [f32], acc: &mut [f32], g: &[f32]) {
+    pub(crate) fn apply(&self, w: &mut [f32], acc: &mut [f32], g: &[f32]) {
         match *self {
             Optimizer::Sgd { lr } => w.iter_mut().zip(g).for_each(|(w, g)| *w -= lr * g),
             Optimizer::Adagrad { lr, .. } => {
@@ -49,7 +46,7 @@ impl Optimizer {
         }
     }
 
-    fn init_acc(&self) -> f32 {
+    pub(crate) fn init_acc(&self) -> f32 {
         match *self {
             Optimizer::Sgd { .. } => 0.0,
             Optimizer::Adagrad { init_acc, .. } => init_acc,
@@ -115,25 +112,10 @@ pub struct PsSnapshot {
     pub table_rows: u64,
 }
 
-/// One lock stripe of a shard's embedding table: an ID index and two contiguous arenas,
-/// the rows' values and their optimiser accumulators (`row_len` floats per slot each), so a
-/// gather streams values only.
-#[derive(Default)]
-struct Stripe {
-    index: IdIndex,
-    values: Vec<f32>,
-    accs: Vec<f32>,
-}
-
-/// How many IDs ahead of the current one the table prefetches (index entry, then row).
-const PREFETCH: usize = 8;
-
 struct Shard {
-    row_len: usize,
-    seed: u64,
     optimizer: Optimizer,
     token: MeasureToken,
-    stripes: Vec<Mutex<Stripe>>,
+    table: EmbeddingTable,
     dense: Mutex<(Vec<f32>, Vec<f32>)>,
     stats: PsStats,
 }
@@ -143,101 +125,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn stripe_of(id: FeatureId) -> usize {
-    (stable_hash(id) >> 40) as usize % STRIPES
-}
-
-/// Positions `0..ids.len()` grouped by stripe (stable within a stripe), and each stripe's
-/// range in that order: one lock per stripe per request instead of one per ID.
-fn by_stripe(ids: &[FeatureId]) -> (Vec<u32>, [std::ops::Range<usize>; STRIPES]) {
-    let stripe: Vec<u8> = ids.iter().map(|&id| stripe_of(id) as u8).collect();
-    let mut starts = [0usize; STRIPES + 1];
-    for &s in &stripe {
-        starts[s as usize + 1] += 1;
-    }
-    for k in 0..STRIPES {
-        starts[k + 1] += starts[k];
-    }
-    let ranges = std::array::from_fn(|k| starts[k]..starts[k + 1]);
-    let mut order = vec![0u32; ids.len()];
-    for (pos, &s) in stripe.iter().enumerate() {
-        order[starts[s as usize]] = pos as u32;
-        starts[s as usize] += 1;
-    }
-    (order, ranges)
-}
-
 impl Shard {
-    /// Deterministic initial values of `id`'s row: small uniform deep part, zero wide weight.
-    fn init_values(&self, id: FeatureId, out: &mut [f32]) {
-        let rl = self.row_len;
-        for (j, v) in out[..rl - 1].iter_mut().enumerate() {
-            let h = stable_hash(id ^ stable_hash(self.seed.wrapping_add(j as u64)));
-            *v = ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1;
-        }
-        out[rl - 1] = 0.0;
-    }
-
-    /// The slot of `id` in `st`, creating its row on first sight.
-    fn slot(&self, st: &mut Stripe, id: FeatureId) -> usize {
-        let (slot, new) = st.index.get_or_insert(id);
-        let rl = self.row_len;
-        if new {
-            let at = st.values.len();
-            st.values.resize(at + rl, 0.0);
-            self.init_values(id, &mut st.values[at..]);
-            st.accs.resize(at + rl, self.optimizer.init_acc());
-        }
-        slot as usize
-    }
-
-    /// Runs `f(position, stripe, slot)` for every ID, one stripe lock at a time, with the
-    /// index entries of upcoming IDs prefetched.
-    fn for_each_slot(&self, ids: &[FeatureId], mut f: impl FnMut(usize, &mut Stripe, usize)) {
-        let (order, ranges) = by_stripe(ids);
-        let mut slots = Vec::new();
-        for (s, range) in ranges.into_iter().enumerate() {
-            if range.is_empty() {
-                continue;
-            }
-            let group = &order[range];
-            let mut st = lock(&self.stripes[s]);
-            slots.clear();
-            for (j, &pos) in group.iter().enumerate() {
-                if let Some(&ahead) = group.get(j + PREFETCH) {
-                    st.index.prefetch(ids[ahead as usize]);
-                }
-                slots.push(self.slot(&mut st, ids[pos as usize]));
-            }
-            let rl = self.row_len;
-            for (j, (&pos, &slot)) in group.iter().zip(&slots).enumerate() {
-                if let Some(&ahead) = slots.get(j + PREFETCH) {
-                    prefetch_read(&st.values[ahead * rl]);
-                }
-                f(pos as usize, &mut st, slot);
-            }
-        }
-    }
-
     fn lookup(&self, ids: &[FeatureId]) -> Vec<f32> {
-        let rl = self.row_len;
-        let mut out = vec![0.0f32; ids.len() * rl];
-        self.for_each_slot(ids, |pos, st, slot| {
-            out[pos * rl..(pos + 1) * rl].copy_from_slice(&st.values[slot * rl..(slot + 1) * rl]);
-        });
+        let mut out = vec![0.0f32; ids.len() * self.table.row_len()];
+        self.table.gather(ids, &mut out);
         out
-    }
-
-    fn update(&self, ids: &[FeatureId], grads: &[f32]) {
-        let rl = self.row_len;
-        self.for_each_slot(ids, |pos, st, slot| {
-            let Stripe { values, accs, .. } = st;
-            self.optimizer.apply(
-                &mut values[slot * rl..(slot + 1) * rl],
-                &mut accs[slot * rl..(slot + 1) * rl],
-                &grads[pos * rl..(pos + 1) * rl],
-            );
-        });
     }
 
     fn dense_sync(&self, grads: Option<&[f32]>) -> Vec<f32> {
@@ -267,7 +159,7 @@ impl Shard {
                     });
                 }
                 PsMsg::Update { ids, grads } => {
-                    let ((), ns) = self.token.timed(|| self.update(&ids, &grads));
+                    let ((), ns) = self.token.timed(|| self.table.update(&ids, &grads));
                     st.update_ns.fetch_add(ns, Ordering::Relaxed);
                 }
                 PsMsg::DenseSync { tag, grads, reply } => {
@@ -338,13 +230,9 @@ impl PsCluster {
             let slice = initial_dense[dense_range(j, num_ps, initial_dense.len())].to_vec();
             let acc = vec![optimizer.init_acc(); slice.len()];
             let shard = Arc::new(Shard {
-                row_len,
-                seed,
                 optimizer,
                 token: token.clone(),
-                stripes: (0..STRIPES)
-                    .map(|_| Mutex::new(Stripe::default()))
-                    .collect(),
+                table: EmbeddingTable::new(row_len, optimizer, seed),
                 dense: Mutex::new((slice, acc)),
                 stats: PsStats::default(),
             });
@@ -397,17 +285,7 @@ impl PsCluster {
 
     /// The current row of `id` without creating it (an unseen ID gets its initial row).
     pub fn peek_row(&self, id: FeatureId) -> Vec<f32> {
-        let shard = &self.shards[ps_of(id, self.shards.len())];
-        let st = lock(&shard.stripes[stripe_of(id)]);
-        let rl = shard.row_len;
-        match st.index.get(id) {
-            Some(slot) => st.values[slot as usize * rl..(slot as usize + 1) * rl].to_vec(),
-            None => {
-                let mut row = vec![0.0; rl];
-                shard.init_values(id, &mut row);
-                row
-            }
-        }
+        self.shards[ps_of(id, self.shards.len())].table.peek(id)
     }
 
     /// The full dense parameter vector, concatenated from the shards.
@@ -429,7 +307,7 @@ impl PsCluster {
                 dense_ns: s.stats.dense_ns.load(Ordering::Relaxed),
                 lookup_requests: s.stats.lookup_requests.load(Ordering::Relaxed),
                 rows_served: s.stats.rows_served.load(Ordering::Relaxed),
-                table_rows: s.stripes.iter().map(|t| lock(t).index.len() as u64).sum(),
+                table_rows: s.table.len() as u64,
             })
             .collect()
     }

@@ -21,6 +21,7 @@ use crate::model::{forward_backward_into, ModelSpec, SampleRows, Scratch};
 use crate::plan::{dense_range, field_of, ps_of, FeatureId};
 use crate::ps::{PsCluster, PsMsg};
 use crate::shard::ShardQueue;
+use crate::table::copy_row;
 
 /// Per-worker counters, summed over the batches it ran.
 #[derive(Debug, Clone, Default)]
@@ -248,7 +249,7 @@ fn lookup(
             serve_per_ps[*ps] += reply.serve_ns;
             for (k, &u) in pos.iter().enumerate() {
                 let row = &reply.rows[k * rl..(k + 1) * rl];
-                ws.rows[u as usize * rl..(u as usize + 1) * rl].copy_from_slice(row);
+                copy_row(&mut ws.rows[u as usize * rl..(u as usize + 1) * rl], row);
                 if !cache.is_off() {
                     cache.fill(ws.unique[u as usize], row);
                 }

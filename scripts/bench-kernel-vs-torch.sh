@@ -22,7 +22,8 @@
 #
 # Usage: scripts/bench-kernel-vs-torch.sh [--quick] [--reps N] [--out DIR]
 # Env: CARGO_TARGET_DIR (default target), PEER_VENV (default target/peer-venv),
-#      PYTHON (interpreter that creates the venv, default python3).
+#      PYTHON (interpreter that creates the venv, default python3), PEER_KEEP_WORK=1 keeps
+#      the temporary folder of raw JSON and exported data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -72,7 +73,8 @@ case $target in /*) ;; *) target="$root/$target" ;; esac
 peer="$target/release/examples/peer"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# PEER_KEEP_WORK=1 keeps the raw JSON (and the exported data) for inspection.
+trap 'if [ -n "${PEER_KEEP_WORK:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi' EXIT
 data="$work/data"
 "$peer" export --out "$data" --samples $((samples + holdout)) --seed 1 \
     --emb-dim 8 --hidden 32,16 --vocab-scale 8 >"$work/meta.json"
@@ -120,8 +122,14 @@ done
     >"$work/gather-torch.json"
 
 # --- report ---------------------------------------------------------------------------------
-machine=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+cpuinfo() { grep -m1 "^$1" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'; }
+l3=$(lscpu 2>/dev/null | sed -n 's/^L3 cache: *//p')
+simd=$(grep -m1 '^flags' /proc/cpuinfo | grep -o -w 'avx2\|avx512f' | tr '\n' ' ' | sed 's/ $//')
+mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+machine="$(cpuinfo 'model name') (cpuinfo cache size $(cpuinfo 'cache size')${l3:+, L3 $l3}${simd:+, $simd}), $mem RAM"
 "$py" scripts/peer/report.py --work "$work" --out "$out" --reps "$reps" --quick "$quick" \
     --cpu "$machine" --nproc "$(nproc)" --date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     --kernel "$(uname -sr)" --rustc "$(rustc --version)" --torch "$torch_version" \
-    --install-s "$install_s" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    --install-s "$install_s" --commit "$(git describe --always --dirty 2>/dev/null || echo unknown)"
+# The throughput table, for the terminal.
+sed -n '/^## Throughput/,/^## Learning/p' "$out/README.md" | sed '$d'

@@ -228,7 +228,18 @@ def main():
     md.append(
         "- Threads T: the kernel runs 1 worker with T compute threads and T PS shards of 1 "
         "server thread each (the worker waits for its PSes, so at most T threads are busy); "
-        "PyTorch runs `torch.set_num_threads(T)` with `OMP_WAIT_POLICY=PASSIVE`."
+        "PyTorch runs `torch.set_num_threads(T)` with `OMP_WAIT_POLICY=PASSIVE`. T shards of "
+        "one thread, not one PS with T threads, keep the kernel sequential (each PS serves "
+        "its queue in order, so batch k's updates land before batch k+1's lookups), hence "
+        "deterministic and comparable with PyTorch at every T. At T = 2 the kernel sums the "
+        "two compute threads' gradients chunk by chunk, a different float rounding order than "
+        "at T = 1, so its loss drifts from its own 1-thread loss by up to ~1e-5 over an epoch "
+        "of small batches (the loss column of the table); it is the same in every rep."
+    )
+    md.append(
+        "- PyTorch is plain eager code as a PyTorch user writes it: `nn.Embedding(sparse=True)`, "
+        "`nn.Linear` layers, `binary_cross_entropy_with_logits`, one `torch.optim.Adagrad`; no "
+        "`torch.compile`, no warm-up on either side."
     )
     md.append(
         f"- {a.reps} reps per row, alternating the implementations (and which goes first). "
@@ -286,6 +297,11 @@ def main():
         f"{len(g_rust['times_s'])}). Copy = STREAM copy, 1 thread, counting read + write bytes "
         "(so a gather that moved its rows at copy speed would show 50%).\n"
     )
+    md.append(
+        "The kernel's path is what a worker's lookup costs on the PS side plus the round trip: "
+        "per ID a stripe lock, a `HashMap` probe and a copy of the row into the reply, then a "
+        "channel send; `index_select` is a plain indexed copy out of a dense tensor.\n"
+    )
     md.append("| path | GiB/s | % of copy |")
     md.append("|---|---:|---:|")
     md.append(
@@ -307,6 +323,24 @@ def main():
     md.append("```")
     md.append("scripts/bench-kernel-vs-torch.sh            # full: 6 reps, this folder")
     md.append("scripts/bench-kernel-vs-torch.sh --quick    # smoke: 1 rep, target/peer-quick")
+    md.append("```")
+    h = meta["samples"] - n_train
+    md.append("What the script runs (`peer` = `cargo build --release -p dlsim-kernel --example peer`):")
+    md.append("```")
+    md.append(
+        f"peer export --out DATA --samples {meta['samples']} --seed 1 --emb-dim 8 "
+        "--hidden 32,16 --vocab-scale 8"
+    )
+    md.append(f"peer train --data DATA --holdout {h} --batch B --threads T")
+    md.append(
+        f"OMP_WAIT_POLICY=PASSIVE python scripts/peer/torch_wd.py train --data DATA "
+        f"--holdout {h} --batch B --threads T"
+    )
+    md.append("peer train ... --threads 1 --eval --losses --loss-batches N   # agreement")
+    md.append(
+        f"peer gather --rows 3000000 --dim 16 --ids {g_rust['ids']} --ids-out IDS"
+    )
+    md.append("python scripts/peer/torch_wd.py gather --rows 3000000 --dim 16 --ids IDS")
     md.append("```")
     md.append(
         "The script installs PyTorch + numpy from PyPI into `target/peer-venv` if missing. "

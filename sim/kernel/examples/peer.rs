@@ -27,7 +27,7 @@ use dlsim_kernel::criteo::{read_file, CriteoData};
 use dlsim_kernel::data::{Dataset, Sample, SyntheticData, NUM_DENSE, NUM_SPARSE};
 use dlsim_kernel::model::ModelSpec;
 use dlsim_kernel::ps::{Optimizer, PsCluster, PsMsg};
-use dlsim_kernel::train::{train, FaultConfig, TrainConfig};
+use dlsim_kernel::train::{train, TrainConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
@@ -341,8 +341,9 @@ fn train_cmd(a: &TrainArgs) -> Result<Value> {
         shard_batches: n.div_ceil(a.batch),
         epochs: a.epochs,
         seed: meta["seed"].as_u64().unwrap_or(1),
-        faults: FaultConfig::default(),
         exclusive_measurement: false,
+        // Anything else (no faults; fields added later) as in the kernel's test config.
+        ..TrainConfig::small(1, a.threads)
     };
     let eval_set: Option<&dyn Dataset> = if a.eval && a.holdout > 0 {
         Some(&eval)

@@ -82,13 +82,18 @@ export OMP_WAIT_POLICY=PASSIVE
 
 rust() { "$peer" train --data "$data" --holdout "$holdout" "$@"; }
 torch() { "$py" scripts/peer/torch_wd.py train --data "$data" --holdout "$holdout" "$@"; }
-# Appends one run's JSON line, tagged with the rep and the load average, to runs.jsonl.
+# Appends one run's JSON line to runs.jsonl, wrapped by measured.py with the rep, the run's
+# own CPU time and the CPU time the rest of the machine used meanwhile.
 record() {
-    local rep=$1; shift
-    local line load
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    line=$("$@")
-    echo "{\"rep\": $rep, \"load_1m_before\": $load, \"run\": $line}" >>"$work/runs.jsonl"
+    local rep=$1 impl=$2
+    shift 2
+    local cmd
+    if [ "$impl" = rust ]; then
+        cmd=("$peer" train --data "$data" --holdout "$holdout")
+    else
+        cmd=("$py" scripts/peer/torch_wd.py train --data "$data" --holdout "$holdout")
+    fi
+    "$py" scripts/peer/measured.py "$rep" "${cmd[@]}" "$@" >>"$work/runs.jsonl"
 }
 
 # --- throughput -----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def fmt_rate(x):
     return f"{x:,.0f}"
 
 
-def throughput(runs):
+def throughput(runs, nproc):
     """Groups runs by (batch, threads); per implementation best/median samples/s."""
     groups = {}
     for r in runs:
@@ -52,6 +52,8 @@ def throughput(runs):
             for a, b in zip(rust, torch)
         ]
         loads = [r["load_1m_before"] for r in rust + torch]
+        others = sum(r.get("other_cpu_s", 0.0) for r in rust + torch)
+        span = sum(r.get("elapsed_s", 0.0) for r in rust + torch) * nproc
         rows.append(
             {
                 "batch": batch,
@@ -68,6 +70,7 @@ def throughput(runs):
                 "ratio_max": max(per_rep),
                 "max_abs_train_logloss_diff": max(loss_diff),
                 "load_1m_mean": sum(loads) / len(loads),
+                "other_cpu_share": others / span if span > 0 else None,
             }
         )
     return rows
@@ -158,7 +161,7 @@ def main():
     with open(os.path.join(a.work, "runs.jsonl")) as f:
         runs = [json.loads(line) for line in f if line.strip()]
     meta = load_json(os.path.join(a.work, "meta.json"))
-    table = throughput(runs)
+    table = throughput(runs, int(a.nproc))
     agree = [agreement(a.work, b) for b in (512, 32)]
     g_rust = load_json(os.path.join(a.work, "gather-rust.json"))
     g_torch = load_json(os.path.join(a.work, "gather-torch.json"))
@@ -205,8 +208,10 @@ def main():
     md.append(f"- OS: {a.kernel}; {a.rustc}; PyTorch {a.torch} (PyPI wheel, CPU execution)")
     md.append(
         "- Every run is a fresh process, one at a time. Other processes on this shared 2-core "
-        "machine (builds, say) disturb the numbers: the 1-minute load average before each run "
-        "is in `results.json`, its mean per row in the table.\n"
+        "machine (builds, say) disturb the numbers: the table's last column is the CPU time "
+        "the rest of the machine used during the row's runs (busy time of /proc/stat, steal "
+        "included, minus the runs' own), as a share of the cores' time; `results.json` has it "
+        "per run, with the 1-minute load average before each.\n"
     )
     spec = meta["spec"]
     md.append("## Setup\n")
@@ -250,7 +255,7 @@ def main():
     md.append(
         "| batch | threads | kernel best | kernel median | PyTorch best | PyTorch median "
         "| kernel/PyTorch (median) [min-max over reps] | max abs diff of train log loss "
-        "| load 1m |"
+        "| others' CPU |"
     )
     md.append("|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for r in table:
@@ -259,7 +264,15 @@ def main():
             f"| {fmt_rate(r['rust_median'])} | {fmt_rate(r['torch_best'])} "
             f"| {fmt_rate(r['torch_median'])} | {r['ratio_median']:.2f}x "
             f"[{r['ratio_min']:.2f}-{r['ratio_max']:.2f}] "
-            f"| {r['max_abs_train_logloss_diff']:.1e} | {r['load_1m_mean']:.2f} |"
+            f"| {r['max_abs_train_logloss_diff']:.1e} | {100 * (r['other_cpu_share'] or 0):.0f}% |"
+        )
+    busy = [r for r in table if (r["other_cpu_share"] or 0) > 0.10]
+    if busy:
+        md.append(
+            f"\n**Caution:** other processes used more than 10% of the machine during "
+            f"{len(busy)} of {len(table)} rows (up to "
+            f"{100 * max(r['other_cpu_share'] for r in busy):.0f}%); those rows understate "
+            "both implementations, the 2-thread rows most. Re-run on a quiet machine."
         )
     md.append("")
     md.append("## Learning-curve agreement (1 thread)\n")

@@ -108,7 +108,8 @@ struct TrainArgs {
     #[arg(long)]
     eval: bool,
     /// Also report the per-batch training losses of the first `--loss-batches` batches of
-    /// epoch 1 (replays prefixes of the data: exact for 1 thread only).
+    /// epoch 1 (replays prefixes of the data from the initial state: exact, since one worker
+    /// trains sequentially).
     #[arg(long)]
     losses: bool,
     #[arg(long, default_value_t = 64)]

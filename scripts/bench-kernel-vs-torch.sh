@@ -20,7 +20,9 @@
 # Gather: 3M x 17-float table, Zipf IDs, the kernel's PS Lookup path vs index_select, each
 # against a single-thread STREAM-copy bandwidth.
 #
-# Usage: scripts/bench-kernel-vs-torch.sh [--quick] [--reps N] [--out DIR]
+# Usage: scripts/bench-kernel-vs-torch.sh [--quick] [--reps N] [--out DIR] [--wait-quiet S]
+#   --wait-quiet S: before each timed run, wait up to S seconds for the rest of the machine
+#   to use under 10% of the cores (a shared machine); the waits are in results.json.
 # Env: CARGO_TARGET_DIR (default target), PEER_VENV (default target/peer-venv),
 #      PYTHON (interpreter that creates the venv, default python3), PEER_KEEP_WORK=1 keeps
 #      the temporary folder of raw JSON and exported data.
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
         --quick) quick=1 ;;
         --reps) reps=$2; shift ;;
         --out) out=$2; shift ;;
+        --wait-quiet) export PEER_WAIT_QUIET=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac

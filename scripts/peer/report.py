@@ -251,10 +251,18 @@ def main():
         "samples/s = trained samples / wall time of the training loop (the kernel's "
         "`wall_samples_per_s`, which includes its end-of-epoch PS quiesce).\n"
     )
+    waited = [r for r in runs if r.get("busy_share_before") is not None]
+    if waited:
+        loud = sum(1 for r in waited if r["busy_share_before"] >= 0.10)
+        md.append(
+            f"- `--wait-quiet`: each run first waited for a quiet half second (rest of the "
+            f"machine under 10% busy): {sum(r['waited_s'] for r in waited):.0f} s of waiting "
+            f"in all; {loud} of {len(waited)} runs started without one (timed out).\n"
+        )
     md.append("## Throughput (samples/s)\n")
     md.append(
         "| batch | threads | kernel best | kernel median | PyTorch best | PyTorch median "
-        "| kernel/PyTorch (median) [min-max over reps] | max abs diff of train log loss "
+        "| kernel/PyTorch (median) [min-max over reps] | max abs kernel - PyTorch train log loss "
         "| others' CPU |"
     )
     md.append("|---:|---:|---:|---:|---:|---:|---|---:|---:|")

@@ -24,7 +24,8 @@
 #   --wait-quiet S: before each timed run, wait up to S seconds for the rest of the machine
 #   to use under 10% of the cores (a shared machine); the waits are in results.json.
 # Env: CARGO_TARGET_DIR (default target), PEER_VENV (default target/peer-venv),
-#      PYTHON (interpreter that creates the venv, default python3), PEER_KEEP_WORK=1 keeps
+#      OMP_WAIT_POLICY (default PASSIVE), PYTHON (interpreter that creates the venv,
+#      default python3), PEER_KEEP_WORK=1 keeps
 #      the temporary folder of raw JSON and exported data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +82,11 @@ trap 'if [ -n "${PEER_KEEP_WORK:-}" ]; then echo "kept $work" >&2; else rm -rf "
 data="$work/data"
 "$peer" export --out "$data" --samples $((samples + holdout)) --seed 1 \
     --emb-dim 8 --hidden 32,16 --vocab-scale 8 >"$work/meta.json"
-export OMP_WAIT_POLICY=PASSIVE
+# Idle OpenMP threads sleep instead of spinning (override with OMP_WAIT_POLICY=ACTIVE; the
+# policy used is in the report). On a quiet machine PASSIVE costs PyTorch ~10% at 2 threads
+# and small batches; with the default policy a run that meets another busy process can
+# collapse (seen: 6k instead of 228k samples/s at batch 512, 2 threads).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 rust() { "$peer" train --data "$data" --holdout "$holdout" "$@"; }
 torch() { "$py" scripts/peer/torch_wd.py train --data "$data" --holdout "$holdout" "$@"; }

@@ -184,7 +184,8 @@ def main():
         "thread_mapping": {
             "rust": "1 worker x T compute threads, T PS shards x 1 server thread, packed, "
             "no cache, one data shard per epoch",
-            "torch": "torch.set_num_threads(T), OMP_WAIT_POLICY=PASSIVE",
+            "torch": "torch.set_num_threads(T), OMP_WAIT_POLICY from the environment "
+            "(default PASSIVE, see the runs' omp_wait_policy)",
         },
         "throughput": table,
         "agreement": {"tolerance": TOLERANCE, "pass": ok, "runs": agree},
@@ -214,6 +215,9 @@ def main():
         "per run, with the 1-minute load average before each.\n"
     )
     spec = meta["spec"]
+    policy = next(
+        (r["run"].get("omp_wait_policy") for r in runs if r["run"]["impl"] == "torch"), None
+    ) or "unset"
     md.append("## Setup\n")
     md.append(
         f"- Model: Wide&Deep, emb dim {spec['emb_dim']} (rows of {meta['row_len']} floats), "
@@ -233,7 +237,7 @@ def main():
     md.append(
         "- Threads T: the kernel runs 1 worker with T compute threads and T PS shards of 1 "
         "server thread each (the worker waits for its PSes, so at most T threads are busy); "
-        "PyTorch runs `torch.set_num_threads(T)` with `OMP_WAIT_POLICY=PASSIVE`. T shards of "
+        f"PyTorch runs `torch.set_num_threads(T)` with `OMP_WAIT_POLICY={policy}`. T shards of "
         "one thread, not one PS with T threads, keep the kernel sequential (each PS serves "
         "its queue in order, so batch k's updates land before batch k+1's lookups), hence "
         "deterministic and comparable with PyTorch at every T. At T = 2 the kernel sums the "
@@ -356,7 +360,7 @@ def main():
     )
     md.append(f"peer train --data DATA --holdout {h} --batch B --threads T")
     md.append(
-        f"OMP_WAIT_POLICY=PASSIVE python scripts/peer/torch_wd.py train --data DATA "
+        f"OMP_WAIT_POLICY={policy} python scripts/peer/torch_wd.py train --data DATA "
         f"--holdout {h} --batch B --threads T"
     )
     md.append("peer train ... --threads 1 --eval --losses --loss-batches N   # agreement")

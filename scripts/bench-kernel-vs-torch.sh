@@ -25,14 +25,13 @@
 #   to use under 10% of the cores (a shared machine); the waits are in results.json.
 # Env: CARGO_TARGET_DIR (default target), PEER_VENV (default target/peer-venv),
 #      OMP_WAIT_POLICY (default PASSIVE), PYTHON (interpreter that creates the venv,
-#      default python3), PEER_KEEP_WORK=1 keeps
-#      the temporary folder of raw JSON and exported data.
+#      default python3), PEER_KEEP_WORK=1 (keep the temporary folder of raw JSON and data).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 args="$*"
-reps=6 quick=0 out=""
+reps="" quick=0 out=""
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1 ;;
@@ -45,12 +44,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 if [ "$quick" = 1 ]; then
-    reps=1 samples=8192 holdout=1024 gather_ids=500000 nb512=8 nb32=32
+    reps=${reps:-1} samples=8192 holdout=1024 gather_ids=500000 nb512=8 nb32=32
     out=${out:-target/peer-quick}
 else
     samples=65536 holdout=8192 gather_ids=4000000 nb512=32 nb32=128
+    reps=${reps:-6}
     out=${out:-reports/bench/kernel-vs-torch}
 fi
+case $reps in ''|*[!0-9]*|0) echo "--reps wants a positive integer" >&2; exit 2 ;; esac
 batches="32 512 4096"
 threads_list="1 2"
 
@@ -85,8 +86,8 @@ data="$work/data"
     --emb-dim 8 --hidden 32,16 --vocab-scale 8 >"$work/meta.json"
 # Idle OpenMP threads sleep instead of spinning (override with OMP_WAIT_POLICY=ACTIVE; the
 # policy used is in the report). On a quiet machine PASSIVE costs PyTorch ~10% at 2 threads
-# and small batches; with the default policy a run that meets another busy process can
-# collapse (seen: 6k instead of 228k samples/s at batch 512, 2 threads).
+# and batch 512; with the default policy some runs on this shared 2-core machine collapsed
+# (6k instead of 228k samples/s at batch 512, 2 threads).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 rust() { "$peer" train --data "$data" --holdout "$holdout" "$@"; }

@@ -145,6 +145,6 @@ machine="$(cpuinfo 'model name') (cpuinfo cache size $(cpuinfo 'cache size')${l3
 "$py" scripts/peer/report.py --work "$work" --out "$out" --reps "$reps" --quick "$quick" \
     --cpu "$machine" --nproc "$(nproc)" --date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     --kernel "$(uname -sr)" --rustc "$(rustc --version)" --torch "$torch_version" \
-    --install-s "$install_s" --args "$args" --commit "$(git describe --always --dirty 2>/dev/null || echo unknown)"
+    --install-s "$install_s" --args="$args" --commit "$(git describe --always --dirty 2>/dev/null || echo unknown)"
 # The throughput table, for the terminal.
 sed -n '/^## Throughput/,/^## Learning/p' "$out/README.md" | sed '$d'

@@ -249,7 +249,7 @@ def cmd_gather(a):
                 "copy_gib_s": tcopy,
                 "numpy_copy_gib_s": ncopy,
                 "copy_convention": "STREAM copy, read + write bytes, best of 5",
-                "gather_pct_of_copy": 100 * gather / tcopy,
+                "gather_pct_of_copy": 100 * 2 * gather / tcopy,
                 "checksum": checksum,
             }
         )

@@ -138,6 +138,45 @@ impl IdIndex {
     }
 }
 
+/// A batch's IDs deduplicated before the lookup, as PERSIA and TorchRec do: each distinct
+/// ID is fetched once, and every position of the batch points at its row.
+#[derive(Debug, Clone, Default)]
+pub struct Dedup {
+    index: IdIndex,
+    /// The distinct IDs, in first-seen order.
+    pub unique: Vec<FeatureId>,
+    /// For every ID of the batch, its position in `unique`.
+    pub slots: Vec<u32>,
+}
+
+impl Dedup {
+    /// Deduplicates `ids` (about `n` of them), replacing the previous batch.
+    pub fn run(&mut self, ids: impl IntoIterator<Item = FeatureId>, n: usize) {
+        self.index.clear();
+        self.index.reserve(n);
+        self.unique.clear();
+        self.slots.clear();
+        self.slots.reserve(n);
+        for id in ids {
+            let (slot, new) = self.index.get_or_insert(id);
+            if new {
+                self.unique.push(id);
+            }
+            self.slots.push(slot);
+        }
+    }
+
+    /// Writes every batch position's row (`rows` holds `row_len` floats per unique ID) to
+    /// `out`, in batch order: the dense `ids x row_len` matrix an `index_select` returns.
+    pub fn expand(&self, rows: &[f32], row_len: usize, out: &mut [f32]) {
+        assert_eq!(out.len(), self.slots.len() * row_len, "expand buffer length");
+        for (dst, &s) in out.chunks_exact_mut(row_len).zip(&self.slots) {
+            let s = s as usize;
+            crate::table::copy_row(dst, &rows[s * row_len..(s + 1) * row_len]);
+        }
+    }
+}
+
 /// Below this many bytes a buffer is not worth a huge-page hint.
 const HUGE_MIN_BYTES: usize = 4 << 20;
 
@@ -230,5 +269,19 @@ mod tests {
         idx.clear();
         assert!(idx.is_empty());
         assert_eq!(idx.get_or_insert(42), (0, true));
+    }
+
+    #[test]
+    fn dedup_fetches_each_id_once_and_expands_in_batch_order() {
+        let mut d = Dedup::default();
+        d.run([5, 9, 5, 7, 9, 5], 6);
+        assert_eq!(d.unique, vec![5, 9, 7]);
+        assert_eq!(d.slots, vec![0, 1, 0, 2, 1, 0]);
+        let rows = [0.5, 0.0, 9.0, 9.5, 7.0, 7.5];
+        let mut out = vec![0.0; 12];
+        d.expand(&rows, 2, &mut out);
+        assert_eq!(out, vec![0.5, 0.0, 9.0, 9.5, 0.5, 0.0, 7.0, 7.5, 9.0, 9.5, 0.5, 0.0]);
+        d.run([3], 1);
+        assert_eq!((d.unique.clone(), d.slots.clone()), (vec![3], vec![0]));
     }
 }

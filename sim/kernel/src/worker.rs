@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::cache::HotCache;
 use crate::cputime::MeasureToken;
 use crate::data::{Dataset, Sample, NUM_SPARSE};
-use crate::index::IdIndex;
+use crate::index::Dedup;
 use crate::model::{forward_backward_into, ModelSpec, SampleRows, Scratch};
 use crate::plan::{dense_range, field_of, ps_of, FeatureId};
 use crate::ps::{PsCluster, PsMsg};
@@ -82,11 +82,8 @@ struct WorkerState {
     /// The compute threads (`None` with one thread: the worker's own thread computes).
     pool: Option<rayon::ThreadPool>,
     samples: Vec<Sample>,
-    /// The batch's IDs deduplicated: ID -> position in `unique` (first-seen order).
-    index: IdIndex,
-    unique: Vec<FeatureId>,
-    /// Per sample, each field's position in `unique`.
-    slots: Vec<[u32; NUM_SPARSE]>,
+    /// The batch's IDs deduplicated; `slots[k * NUM_SPARSE + f]` is sample `k`'s field `f`.
+    ids: Dedup,
     /// The rows of `unique`, `row_len` floats each.
     rows: Vec<f32>,
     chunks: Vec<ChunkBuf>,
@@ -109,9 +106,7 @@ impl WorkerState {
         WorkerState {
             pool,
             samples: Vec::new(),
-            index: IdIndex::default(),
-            unique: Vec::new(),
-            slots: Vec::new(),
+            ids: Dedup::default(),
             rows: Vec::new(),
             chunks: Vec::new(),
             dense: Vec::new(),
@@ -179,26 +174,11 @@ fn lookup(
     let num_ps = env.ps.num_ps();
     let (requests, ns_before) = env.token.timed(|| {
         let WorkerState {
-            samples,
-            index,
-            unique,
-            slots,
-            rows,
-            ..
+            samples, ids, rows, ..
         } = ws;
-        index.clear();
-        index.reserve(samples.len() * NUM_SPARSE);
-        unique.clear();
-        slots.clear();
-        for s in samples.iter() {
-            slots.push(std::array::from_fn(|f| {
-                let (slot, new) = index.get_or_insert(s.sparse[f]);
-                if new {
-                    unique.push(s.sparse[f]);
-                }
-                slot
-            }));
-        }
+        let n = samples.len() * NUM_SPARSE;
+        ids.run(samples.iter().flat_map(|s| s.sparse), n);
+        let unique = &ids.unique;
         rows.clear();
         rows.resize(unique.len() * rl, 0.0);
         let misses: Vec<u32> = if cache.is_off() {
@@ -251,7 +231,7 @@ fn lookup(
                 let row = &reply.rows[k * rl..(k + 1) * rl];
                 copy_row(&mut ws.rows[u as usize * rl..(u as usize + 1) * rl], row);
                 if !cache.is_off() {
-                    cache.fill(ws.unique[u as usize], row);
+                    cache.fill(ws.ids.unique[u as usize], row);
                 }
             }
         }
@@ -266,7 +246,7 @@ fn compute_chunk(
     env: &WorkerEnv,
     params: &[f32],
     samples: &[Sample],
-    slots: &[[u32; NUM_SPARSE]],
+    slots: &[u32],
     rows: &[f32],
     unique_len: usize,
     buf: &mut ChunkBuf,
@@ -278,7 +258,7 @@ fn compute_chunk(
         buf.per_field.resize(samples.len() * NUM_SPARSE * rl, 0.0);
         let rows_of = |k: usize| -> SampleRows<'_> {
             std::array::from_fn(|f| {
-                let s = slots[k][f] as usize;
+                let s = slots[k * NUM_SPARSE + f] as usize;
                 &rows[s * rl..(s + 1) * rl]
             })
         };
@@ -293,12 +273,9 @@ fn compute_chunk(
         );
         buf.sparse.clear();
         buf.sparse.resize(unique_len * rl, 0.0);
-        for (k, sl) in slots.iter().enumerate() {
-            for (f, &u) in sl.iter().enumerate() {
-                let src = &buf.per_field[(k * NUM_SPARSE + f) * rl..(k * NUM_SPARSE + f + 1) * rl];
-                let dst = &mut buf.sparse[u as usize * rl..(u as usize + 1) * rl];
-                dst.iter_mut().zip(src).for_each(|(d, v)| *d += v);
-            }
+        for (src, &u) in buf.per_field.chunks_exact(rl).zip(slots) {
+            let dst = &mut buf.sparse[u as usize * rl..(u as usize + 1) * rl];
+            dst.iter_mut().zip(src).for_each(|(d, v)| *d += v);
         }
     });
     buf.ns = ns;
@@ -347,11 +324,11 @@ fn train_batch(
     let n_chunks = m.div_ceil(chunk);
     ws.chunks
         .resize_with(n_chunks.max(ws.chunks.len()), ChunkBuf::default);
-    let unique_len = ws.unique.len();
+    let unique_len = ws.ids.unique.len();
     let WorkerState {
         pool,
         samples,
-        slots,
+        ids,
         rows,
         chunks,
         dense,
@@ -363,7 +340,8 @@ fn train_batch(
     let mut work = || {
         chunks.par_iter_mut().enumerate().for_each(|(c, buf)| {
             let range = c * chunk..((c + 1) * chunk).min(m);
-            let (s, sl) = (&samples[range.clone()], &slots[range]);
+            let sl = &ids.slots[range.start * NUM_SPARSE..range.end * NUM_SPARSE];
+            let s = &samples[range];
             compute_chunk(env, p, s, sl, rows, unique_len, buf);
         });
         let scale = 1.0 / m as f32;
@@ -387,6 +365,7 @@ fn train_batch(
     let num_ps = env.ps.num_ps();
     let (updates, upd_ns) = env.token.timed(|| {
         let keys: Vec<u32> = ws
+            .ids
             .unique
             .iter()
             .map(|&id| ps_of(id, num_ps) as u32)
@@ -398,7 +377,7 @@ fn train_batch(
                 for &u in &members {
                     grads.extend_from_slice(&ws.sparse[u as usize * rl..(u as usize + 1) * rl]);
                 }
-                let ids = members.iter().map(|&u| ws.unique[u as usize]).collect();
+                let ids = members.iter().map(|&u| ws.ids.unique[u as usize]).collect();
                 (ps as usize, PsMsg::Update { ids, grads })
             })
             .collect::<Vec<_>>()

@@ -33,6 +33,7 @@ fn lookup_all(ps: &PsCluster, ids: &[FeatureId]) -> usize {
             PsMsg::Lookup {
                 tag,
                 ids: r.ids.clone(),
+                buf: Vec::new(),
                 reply: tx.clone(),
             },
         );
@@ -157,14 +158,30 @@ fn bench_memory(c: &mut Criterion) {
             lookup_all(&ps, chunk);
         }
         let (tx, rx) = unbounded();
-        let mut next = 0;
+        let (mut next, mut buf, mut ids) = (0, Vec::new(), Vec::new());
         g.bench_function("gather_ps_3m_rows_d16", |b| {
             b.iter(|| {
-                let ids = requests[next % requests.len()].clone();
+                ids.clear();
+                ids.extend_from_slice(&requests[next % requests.len()]);
                 next += 1;
-                let reply = tx.clone();
-                ps.send(0, PsMsg::Lookup { tag: 0, ids, reply });
-                black_box(rx.recv().map_or(0, |r| r.rows.len()))
+                let (reply, ids_now, buf_now) = (
+                    tx.clone(),
+                    std::mem::take(&mut ids),
+                    std::mem::take(&mut buf),
+                );
+                ps.send(
+                    0,
+                    PsMsg::Lookup {
+                        tag: 0,
+                        ids: ids_now,
+                        buf: buf_now,
+                        reply,
+                    },
+                );
+                if let Ok(r) = rx.recv() {
+                    (ids, buf) = (r.ids, r.rows);
+                }
+                black_box(buf.len())
             })
         });
     }

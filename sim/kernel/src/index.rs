@@ -169,7 +169,11 @@ impl Dedup {
     /// Writes every batch position's row (`rows` holds `row_len` floats per unique ID) to
     /// `out`, in batch order: the dense `ids x row_len` matrix an `index_select` returns.
     pub fn expand(&self, rows: &[f32], row_len: usize, out: &mut [f32]) {
-        assert_eq!(out.len(), self.slots.len() * row_len, "expand buffer length");
+        assert_eq!(
+            out.len(),
+            self.slots.len() * row_len,
+            "expand buffer length"
+        );
         for (dst, &s) in out.chunks_exact_mut(row_len).zip(&self.slots) {
             let s = s as usize;
             crate::table::copy_row(dst, &rows[s * row_len..(s + 1) * row_len]);
@@ -223,7 +227,11 @@ pub fn advise_huge<T>(v: &Vec<T>) {
             // mapped while `v` is borrowed; MADV_HUGEPAGE changes no contents and no
             // protection, only how the kernel may back the pages.
             unsafe {
-                libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
             }
         }
     }
@@ -280,7 +288,10 @@ mod tests {
         let rows = [0.5, 0.0, 9.0, 9.5, 7.0, 7.5];
         let mut out = vec![0.0; 12];
         d.expand(&rows, 2, &mut out);
-        assert_eq!(out, vec![0.5, 0.0, 9.0, 9.5, 0.5, 0.0, 7.0, 7.5, 9.0, 9.5, 0.5, 0.0]);
+        assert_eq!(
+            out,
+            vec![0.5, 0.0, 9.0, 9.5, 0.5, 0.0, 7.0, 7.5, 9.0, 9.5, 0.5, 0.0]
+        );
         d.run([3], 1);
         assert_eq!((d.unique.clone(), d.slots.clone()), (vec![3], vec![0]));
     }

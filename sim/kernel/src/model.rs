@@ -209,7 +209,11 @@ fn forward_batch<'a>(
     let width = spec.input_dim();
     let input = &mut sc.acts[0];
     input.resize(n * width, 0.0);
-    for (k, (s, x)) in samples.iter().zip(input.chunks_exact_mut(width)).enumerate() {
+    for (k, (s, x)) in samples
+        .iter()
+        .zip(input.chunks_exact_mut(width))
+        .enumerate()
+    {
         for (r, dst) in rows_of(k).iter().zip(x.chunks_exact_mut(d)) {
             copy_row(dst, &r[..d]);
         }

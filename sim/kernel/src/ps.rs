@@ -17,8 +17,8 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
 use crate::cputime::MeasureToken;
-use crate::table::EmbeddingTable;
 use crate::plan::{dense_range, ps_of, FeatureId};
+use crate::table::EmbeddingTable;
 
 /// Queue depth per PS; a worker pushing into a full queue blocks (back-pressure).
 const QUEUE_DEPTH: usize = 256;
@@ -57,9 +57,13 @@ impl Optimizer {
 /// A message to a PS shard.
 pub enum PsMsg {
     /// Return the rows of `ids` (created on first sight), `row_len` floats each, in order.
+    /// The rows are written into `buf` (its contents are overwritten; pass the `rows` of an
+    /// earlier reply to recycle it, or `Vec::new()`), so a steady stream of lookups
+    /// allocates, and page-faults, nothing.
     Lookup {
         tag: usize,
         ids: Vec<FeatureId>,
+        buf: Vec<f32>,
         reply: Sender<LookupReply>,
     },
     /// Apply `grads` (`row_len` floats per id) to the rows of `ids`. Fire and forget.
@@ -81,6 +85,8 @@ pub enum PsMsg {
 pub struct LookupReply {
     pub tag: usize,
     pub rows: Vec<f32>,
+    /// The request's IDs, handed back for reuse.
+    pub ids: Vec<FeatureId>,
     /// CPU time the serving thread spent on this request.
     pub serve_ns: u64,
 }
@@ -126,10 +132,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shard {
-    fn lookup(&self, ids: &[FeatureId]) -> Vec<f32> {
-        let mut out = vec![0.0f32; ids.len() * self.table.row_len()];
-        self.table.gather(ids, &mut out);
-        out
+    /// Gathers the rows of `ids` into `buf`. A recycled buffer of the right size is not
+    /// cleared first: the gather overwrites every element.
+    fn lookup(&self, ids: &[FeatureId], buf: &mut Vec<f32>) {
+        buf.resize(ids.len() * self.table.row_len(), 0.0);
+        self.table.gather(ids, buf);
     }
 
     fn dense_sync(&self, grads: Option<&[f32]>) -> Vec<f32> {
@@ -145,8 +152,13 @@ impl Shard {
         while let Ok(msg) = rx.recv() {
             let st = &self.stats;
             match msg {
-                PsMsg::Lookup { tag, ids, reply } => {
-                    let (rows, ns) = self.token.timed(|| self.lookup(&ids));
+                PsMsg::Lookup {
+                    tag,
+                    ids,
+                    mut buf,
+                    reply,
+                } => {
+                    let ((), ns) = self.token.timed(|| self.lookup(&ids, &mut buf));
                     st.lookup_ns.fetch_add(ns, Ordering::Relaxed);
                     st.lookup_requests.fetch_add(1, Ordering::Relaxed);
                     st.rows_served
@@ -154,7 +166,8 @@ impl Shard {
                     // A worker that died no longer listens; that is not the PS's problem.
                     let _ = reply.send(LookupReply {
                         tag,
-                        rows,
+                        rows: buf,
+                        ids,
                         serve_ns: ns,
                     });
                 }
@@ -338,6 +351,7 @@ mod tests {
             PsMsg::Lookup {
                 tag: 7,
                 ids: owned.clone(),
+                buf: vec![9.0; 3],
                 reply: tx,
             },
         );

@@ -79,7 +79,9 @@ impl EmbeddingTable {
             row_len,
             seed,
             optimizer,
-            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe::default())).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| Mutex::new(Stripe::default()))
+                .collect(),
         }
     }
 
@@ -135,22 +137,28 @@ impl EmbeddingTable {
             }
             let group = &order[range];
             let mut st = lock(&self.stripes[s]);
+            // Software pipeline: the index entry of ID `j + 2P` is prefetched, ID `j + P` is
+            // probed (its entry has arrived) and its row prefetched, and ID `j` is handed to
+            // `f` (its row has arrived), so entry and row misses overlap.
+            let n = group.len();
+            let rl = self.row_len;
             slots.clear();
-            for (j, &pos) in group.iter().enumerate() {
+            slots.resize(n, 0usize);
+            for j in 0..n + PREFETCH {
                 if let Some(&ahead) = group.get(j + PREFETCH) {
                     st.index.prefetch_hashed(hashes[ahead as usize]);
                 }
-                let pos = pos as usize;
-                slots.push(self.slot(&mut st, ids[pos], hashes[pos]));
-            }
-            let rl = self.row_len;
-            for (j, (&pos, &slot)) in group.iter().zip(&slots).enumerate() {
-                if let Some(&ahead) = slots.get(j + PREFETCH) {
-                    // A row may straddle two cache lines: fetch both ends.
-                    prefetch_read(&st.values[ahead * rl]);
-                    prefetch_read(&st.values[ahead * rl + rl - 1]);
+                if j < n {
+                    let pos = group[j] as usize;
+                    let slot = self.slot(&mut st, ids[pos], hashes[pos]);
+                    slots[j] = slot;
+                    prefetch_read(&st.values[slot * rl]);
+                    prefetch_read(&st.values[slot * rl + rl - 1]);
                 }
-                f(pos as usize, &mut st, slot);
+                if j >= PREFETCH {
+                    let k = j - PREFETCH;
+                    f(group[k] as usize, &mut st, slots[k]);
+                }
             }
         }
     }

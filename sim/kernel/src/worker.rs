@@ -89,6 +89,8 @@ struct WorkerState {
     chunks: Vec<ChunkBuf>,
     dense: Vec<f32>,
     sparse: Vec<f32>,
+    /// Lookup request and reply buffers handed back by the PSes, reused by the next batch.
+    spare: Vec<(Vec<FeatureId>, Vec<f32>)>,
 }
 
 impl WorkerState {
@@ -111,6 +113,7 @@ impl WorkerState {
             chunks: Vec::new(),
             dense: Vec::new(),
             sparse: Vec::new(),
+            spare: Vec::new(),
         }
     }
 }
@@ -174,7 +177,11 @@ fn lookup(
     let num_ps = env.ps.num_ps();
     let (requests, ns_before) = env.token.timed(|| {
         let WorkerState {
-            samples, ids, rows, ..
+            samples,
+            ids,
+            rows,
+            spare,
+            ..
         } = ws;
         let n = samples.len() * NUM_SPARSE;
         ids.run(samples.iter().flat_map(|s| s.sparse), n);
@@ -208,17 +215,27 @@ fn lookup(
                     key as usize / NUM_SPARSE
                 };
                 let positions: Vec<u32> = members.iter().map(|&m| misses[m as usize]).collect();
-                let ids = positions.iter().map(|&u| unique[u as usize]).collect();
-                (ps, positions, ids)
+                let (mut ids, buf) = spare.pop().unwrap_or_default();
+                ids.clear();
+                ids.extend(positions.iter().map(|&u| unique[u as usize]));
+                (ps, positions, ids, buf)
             })
-            .collect::<Vec<(usize, Vec<u32>, Vec<FeatureId>)>>()
+            .collect::<Vec<_>>()
     });
     let (tx, rx) = unbounded();
     let mut positions = Vec::with_capacity(requests.len());
-    for (tag, (ps, pos, ids)) in requests.into_iter().enumerate() {
+    for (tag, (ps, pos, ids, buf)) in requests.into_iter().enumerate() {
         positions.push((ps, pos));
         let reply = tx.clone();
-        env.ps.send(ps, PsMsg::Lookup { tag, ids, reply });
+        env.ps.send(
+            ps,
+            PsMsg::Lookup {
+                tag,
+                ids,
+                buf,
+                reply,
+            },
+        );
     }
     st.lookup_requests += positions.len() as u64;
     let replies: Vec<_> = (0..positions.len()).map_while(|_| rx.recv().ok()).collect();
@@ -236,6 +253,8 @@ fn lookup(
             }
         }
     });
+    ws.spare
+        .extend(replies.into_iter().map(|r| (r.ids, r.rows)));
     let ps_ns = serve_per_ps.into_iter().max().unwrap_or(0);
     (ns_before + ns_after, ps_ns)
 }

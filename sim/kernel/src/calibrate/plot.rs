@@ -180,8 +180,8 @@ fn draw_parity<DB: DrawingBackend>(
         .flat_map(|m| [m.throughput, model(m)])
         .filter(|v| *v > 0.0)
         .collect();
-    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).min(1.0) / 1.2;
-    let hi = vals.iter().copied().fold(1.0, f64::max) * 1.2;
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).min(1e12) / 1.5;
+    let hi = vals.iter().copied().fold(lo * 2.0, f64::max) * 1.5;
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .caption(

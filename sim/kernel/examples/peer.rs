@@ -27,6 +27,7 @@ use dlsim_kernel::criteo::{read_file, CriteoData};
 use dlsim_kernel::data::{Dataset, Sample, SyntheticData, NUM_DENSE, NUM_SPARSE};
 use dlsim_kernel::model::ModelSpec;
 use dlsim_kernel::ps::{Optimizer, PsCluster, PsMsg};
+use dlsim_kernel::table::EmbeddingTable;
 use dlsim_kernel::train::{train, TrainConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -471,10 +472,31 @@ fn gather(a: &GatherArgs) -> Result<Value> {
         }
         times.push(t.elapsed().as_secs_f64());
     }
+    drop(ps);
+    // The same gather in process: the PS's table itself (`EmbeddingTable::gather`, what a PS
+    // thread runs for a request), into a reused buffer, comparable with `index_select`.
+    let table = EmbeddingTable::new(rl, opt, a.seed);
+    let mut out = vec![0.0f32; (1usize << 16) * rl];
+    for c in all.chunks(1 << 16) {
+        table.gather(c, &mut out[..c.len() * rl]);
+    }
+    let mut out = vec![0.0f32; a.request_ids * rl];
+    let mut table_times = Vec::new();
+    for _ in 0..a.reps.max(1) {
+        let t = Instant::now();
+        for r in &requests {
+            let out = &mut out[..r.len() * rl];
+            table.gather(r, out);
+            checksum += f64::from(out[0]);
+        }
+        table_times.push(t.elapsed().as_secs_f64());
+    }
+    let table_best = table_times.iter().copied().fold(f64::INFINITY, f64::min);
     let best = times.iter().copied().fold(f64::INFINITY, f64::min);
     let row_bytes = (a.ids * rl * 4) as f64;
     let copy_mb_s = copy_bandwidth_mb_s(a.copy_bytes, 5);
     let gather_gib_s = gib(row_bytes) / best;
+    let table_gather_gib_s = gib(row_bytes) / table_best;
     let copy_gib_s = copy_mb_s * 1e6 / f64::from(1u32 << 30);
     Ok(json!({
         "impl": "rust",
@@ -494,6 +516,9 @@ fn gather(a: &GatherArgs) -> Result<Value> {
         "copy_convention": "STREAM copy, read + write bytes, 1 thread, best of 5",
         "gather_convention": "rows gathered (one per requested ID), bytes counted read + write as STREAM counts copy",
         "gather_pct_of_copy": 100.0 * 2.0 * gather_gib_s / copy_gib_s,
+        "table_times_s": table_times,
+        "table_gather_gib_s": table_gather_gib_s,
+        "table_gather_pct_of_copy": 100.0 * 2.0 * table_gather_gib_s / copy_gib_s,
         "checksum": checksum,
     }))
 }

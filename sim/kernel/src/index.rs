@@ -97,10 +97,10 @@ impl IdIndex {
         prefetch_read(&self.entries[hash as usize & self.mask]);
     }
 
-    /// The slot of `id`, if held.
+    /// Like [`Self::get`] with `hash == stable_hash(id)` already computed.
     #[inline]
-    pub fn get(&self, id: FeatureId) -> Option<u32> {
-        let mut i = self.home(id);
+    pub fn get_hashed(&self, id: FeatureId, hash: u64) -> Option<u32> {
+        let mut i = hash as usize & self.mask;
         loop {
             let (k, s) = self.entries[i];
             if s == EMPTY {
@@ -111,6 +111,12 @@ impl IdIndex {
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    /// The slot of `id`, if held.
+    #[inline]
+    pub fn get(&self, id: FeatureId) -> Option<u32> {
+        self.get_hashed(id, stable_hash(id))
     }
 
     /// The slot of `id` and whether it was just inserted (it then gets slot `len() - 1`).
@@ -125,6 +131,8 @@ impl IdIndex {
         prefetch_read(&self.entries[self.home(id)]);
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow_to(&mut self, cap: usize) {
         let old = std::mem::replace(&mut self.entries, huge_vec(cap, (0, EMPTY)));
         self.mask = cap - 1;

@@ -1,10 +1,12 @@
 //! Parameter-server shards: embedding tables that grow on first sight, dense slices, optimisers.
 //!
 //! Each PS shard is served by its own pool of `threads_per_ps` OS threads pulling messages from
-//! one MPMC queue, like a PS process with an RPC thread pool. Requests from different workers
-//! are served in parallel; one request is served by one thread. The embedding rows live in an
-//! [`EmbeddingTable`] (lock stripes over contiguous row arenas, see [`crate::table`]). The shard's dense slice sits behind a
-//! single lock, so dense push/pull is serialised per PS like traffic through one NIC.
+//! one MPMC queue, like a PS process with an RPC thread pool. Lookups from different workers
+//! are served in parallel (one request by one thread); sparse updates take the table's lock
+//! one at a time. The embedding rows live in an [`EmbeddingTable`] (an ID index over
+//! contiguous row arenas behind a reader-writer lock, see [`crate::table`]). The shard's dense
+//! slice sits behind a single lock, so dense push/pull is serialised per PS like traffic
+//! through one NIC.
 //!
 //! Every handler measures its own CPU time into [`PsStats`]; the calibration turns those into
 //! the model's `T_upd` (update work shared by the PS's threads) and `T_sync` (dense traffic).

@@ -147,7 +147,7 @@ impl IdIndex {
 }
 
 /// A batch's IDs deduplicated before the lookup, as PERSIA and TorchRec do: each distinct
-/// ID is fetched once, and every position of the batch points at its row.
+/// ID is fetched once, and every position of the batch points at its row (`slots`).
 #[derive(Debug, Clone, Default)]
 pub struct Dedup {
     index: IdIndex,
@@ -171,20 +171,6 @@ impl Dedup {
                 self.unique.push(id);
             }
             self.slots.push(slot);
-        }
-    }
-
-    /// Writes every batch position's row (`rows` holds `row_len` floats per unique ID) to
-    /// `out`, in batch order: the dense `ids x row_len` matrix an `index_select` returns.
-    pub fn expand(&self, rows: &[f32], row_len: usize, out: &mut [f32]) {
-        assert_eq!(
-            out.len(),
-            self.slots.len() * row_len,
-            "expand buffer length"
-        );
-        for (dst, &s) in out.chunks_exact_mut(row_len).zip(&self.slots) {
-            let s = s as usize;
-            crate::table::copy_row(dst, &rows[s * row_len..(s + 1) * row_len]);
         }
     }
 }
@@ -288,18 +274,11 @@ mod tests {
     }
 
     #[test]
-    fn dedup_fetches_each_id_once_and_expands_in_batch_order() {
+    fn dedup_keeps_each_id_once_and_points_every_position_at_it() {
         let mut d = Dedup::default();
         d.run([5, 9, 5, 7, 9, 5], 6);
         assert_eq!(d.unique, vec![5, 9, 7]);
         assert_eq!(d.slots, vec![0, 1, 0, 2, 1, 0]);
-        let rows = [0.5, 0.0, 9.0, 9.5, 7.0, 7.5];
-        let mut out = vec![0.0; 12];
-        d.expand(&rows, 2, &mut out);
-        assert_eq!(
-            out,
-            vec![0.5, 0.0, 9.0, 9.5, 0.5, 0.0, 7.0, 7.5, 9.0, 9.5, 0.5, 0.0]
-        );
         d.run([3], 1);
         assert_eq!((d.unique.clone(), d.slots.clone()), (vec![3], vec![0]));
     }

@@ -1,4 +1,4 @@
-//! A training worker: takes shards, and per batch deduplicates its IDs (an [`Dedup`], no
+//! A training worker: takes shards, and per batch deduplicates its IDs (a [`Dedup`], no
 //! sort), looks up the rows, computes gradients batch-major on a persistent pool of
 //! `threads` compute threads (one rayon pool per worker run, never a thread per batch),
 //! reduces the per-thread gradients in parallel, pushes sparse gradients and synchronises

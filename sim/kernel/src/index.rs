@@ -1,5 +1,5 @@
 //! An open-addressing map from feature ID to a dense slot number (`u32`), the index behind
-//! both the PS's embedding storage ([`crate::ps`]) and a worker's per-batch deduplication
+//! both the PS's embedding table ([`crate::table`]) and a worker's per-batch deduplication
 //! ([`crate::worker`]).
 //!
 //! Slots are handed out in insertion order (0, 1, 2, ...), so the rows they name can live in
@@ -7,6 +7,9 @@
 //! `(id, slot)` pairs of 16 bytes, so a hit usually costs one cache line; the table doubles
 //! at a load factor of 1/2. Positions come from [`stable_hash`], so the layout (and with it
 //! every iteration order derived from slots) is the same on every run and machine.
+//!
+//! Also here: [`Dedup`] (a batch's IDs deduplicated through an index) and the small memory
+//! helpers the hot paths share (huge-page hints, prefetch, short-row copy).
 
 use crate::plan::{stable_hash, FeatureId};
 
@@ -228,6 +231,14 @@ pub fn advise_huge<T>(v: &Vec<T>) {
                 );
             }
         }
+    }
+}
+
+/// `dst = src` for one short row, inlined (a `memmove` call per row costs more than the copy).
+#[inline]
+pub(crate) fn copy_row(dst: &mut [f32], src: &[f32]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
     }
 }
 

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Sample, NUM_DENSE, NUM_SPARSE};
-use crate::table::copy_row;
+use crate::index::copy_row;
 
 /// Shape of the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,13 +198,13 @@ fn layer_offsets(spec: &ModelSpec) -> Vec<(usize, usize, usize)> {
 /// Forward pass of `n` samples into `sc` (activations and logits).
 fn forward_batch<'a>(
     spec: &ModelSpec,
+    layers: &[(usize, usize, usize)],
     params: &[f32],
     samples: &[Sample],
     rows_of: &impl Fn(usize) -> SampleRows<'a>,
     sc: &mut Scratch,
 ) {
     let (n, d) = (samples.len(), spec.emb_dim);
-    let layers = layer_offsets(spec);
     sc.acts.resize_with(layers.len(), Vec::new);
     let width = spec.input_dim();
     let input = &mut sc.acts[0];
@@ -260,7 +260,15 @@ fn sigmoid(x: f32) -> f32 {
 /// Predicted click probability of `s`.
 pub fn predict(spec: &ModelSpec, params: &[f32], s: &Sample, rows: &SampleRows) -> f32 {
     let mut sc = Scratch::default();
-    forward_batch(spec, params, std::slice::from_ref(s), &|_| *rows, &mut sc);
+    let layers = layer_offsets(spec);
+    forward_batch(
+        spec,
+        &layers,
+        params,
+        std::slice::from_ref(s),
+        &|_| *rows,
+        &mut sc,
+    );
     sigmoid(sc.logits[0])
 }
 
@@ -307,8 +315,8 @@ pub fn forward_backward_into<'a>(
     if n == 0 {
         return 0.0;
     }
-    forward_batch(spec, params, samples, &rows_of, sc);
     let layers = layer_offsets(spec);
+    forward_batch(spec, &layers, params, samples, &rows_of, sc);
     let last = layers.len() - 1;
     let mut loss_sum = 0.0f64;
     // dz of the output layer: dlogit per sample.

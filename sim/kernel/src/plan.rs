@@ -83,44 +83,52 @@ pub fn unique_sorted(ids: &[FeatureId]) -> Vec<FeatureId> {
     u
 }
 
+/// One request of a plan as positions into the planned IDs: `(ps, field, positions)`.
+pub type RequestGroup = (usize, Option<usize>, Vec<u32>);
+
+/// Groups distinct `ids` into requests: one per PS holding any of them (packed), or one per
+/// (PS, field) pair (unpacked); ordered by `(ps, field)`, positions ascending within each.
+/// The worker plans its lookups and gradient pushes with this directly (positions point
+/// into its deduplicated batch); [`plan_lookup`] is the same plan with the IDs spelled out.
+pub fn request_groups(ids: &[FeatureId], num_ps: usize, packed: bool) -> Vec<RequestGroup> {
+    let num_ps = num_ps.max(1);
+    let mut per_ps: Vec<Vec<u32>> = vec![Vec::new(); num_ps];
+    for (pos, &id) in ids.iter().enumerate() {
+        per_ps[ps_of(id, num_ps)].push(pos as u32);
+    }
+    let mut out = Vec::new();
+    for (ps, members) in per_ps.into_iter().enumerate() {
+        if members.is_empty() {
+            continue;
+        }
+        if packed {
+            out.push((ps, None, members));
+        } else {
+            let mut per_field: std::collections::BTreeMap<usize, Vec<u32>> =
+                std::collections::BTreeMap::new();
+            for m in members {
+                per_field
+                    .entry(field_of(ids[m as usize]))
+                    .or_default()
+                    .push(m);
+            }
+            out.extend(per_field.into_iter().map(|(f, g)| (ps, Some(f), g)));
+        }
+    }
+    out
+}
+
 /// Plans the lookups of a batch's IDs (any order, duplicates allowed) over `num_ps` shards.
 pub fn plan_lookup(ids: &[FeatureId], num_ps: usize, packed: bool) -> LookupPlan {
     let unique = unique_sorted(ids);
-    let num_ps = num_ps.max(1);
-    let mut requests: Vec<PsRequest> = Vec::new();
-    if packed {
-        let mut per_ps: Vec<Vec<FeatureId>> = vec![Vec::new(); num_ps];
-        for &id in &unique {
-            per_ps[ps_of(id, num_ps)].push(id);
-        }
-        for (ps, ids) in per_ps
-            .into_iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-        {
-            requests.push(PsRequest {
-                ps,
-                field: None,
-                ids,
-            });
-        }
-    } else {
-        // Unique IDs are sorted, hence grouped by field (the field is in the top bits).
-        let mut per: std::collections::BTreeMap<(usize, usize), Vec<FeatureId>> =
-            std::collections::BTreeMap::new();
-        for &id in &unique {
-            per.entry((ps_of(id, num_ps), field_of(id)))
-                .or_default()
-                .push(id);
-        }
-        for ((ps, field), ids) in per {
-            requests.push(PsRequest {
-                ps,
-                field: Some(field),
-                ids,
-            });
-        }
-    }
+    let requests = request_groups(&unique, num_ps, packed)
+        .into_iter()
+        .map(|(ps, field, positions)| PsRequest {
+            ps,
+            field,
+            ids: positions.iter().map(|&p| unique[p as usize]).collect(),
+        })
+        .collect();
     LookupPlan {
         requests,
         unique_ids: unique.len(),

@@ -21,7 +21,7 @@
 
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::index::{grow_huge, prefetch_read, IdIndex};
+use crate::index::{copy_row, grow_huge, prefetch_read, IdIndex};
 use crate::plan::{stable_hash, FeatureId};
 use crate::ps::Optimizer;
 
@@ -45,14 +45,6 @@ pub struct EmbeddingTable {
     seed: u64,
     optimizer: Optimizer,
     rows: RwLock<Rows>,
-}
-
-/// `dst = src` for one short row, inlined (a `memmove` call per row costs more than the copy).
-#[inline]
-pub(crate) fn copy_row(dst: &mut [f32], src: &[f32]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
-    }
 }
 
 impl EmbeddingTable {

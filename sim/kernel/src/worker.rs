@@ -16,12 +16,12 @@ use rayon::prelude::*;
 use crate::cache::HotCache;
 use crate::cputime::MeasureToken;
 use crate::data::{Dataset, Sample, NUM_SPARSE};
+use crate::index::copy_row;
 use crate::index::Dedup;
 use crate::model::{forward_backward_into, ModelSpec, SampleRows, Scratch};
-use crate::plan::{dense_range, field_of, ps_of, FeatureId};
+use crate::plan::{dense_range, request_groups, FeatureId};
 use crate::ps::{PsCluster, PsMsg};
 use crate::shard::ShardQueue;
-use crate::table::copy_row;
 
 /// Per-worker counters, summed over the batches it ran.
 #[derive(Debug, Clone, Default)]
@@ -143,27 +143,8 @@ pub fn run_worker(
     (st, WorkerExit::Finished)
 }
 
-/// Positions `0..keys.len()` grouped by key (stable within a key), as `(key, positions)` in
-/// ascending key order, skipping empty keys: a counting sort over `buckets` keys.
-fn group_by_key(keys: &[u32], buckets: usize) -> Vec<(u32, Vec<u32>)> {
-    let mut counts = vec![0usize; buckets];
-    for &k in keys {
-        counts[k as usize] += 1;
-    }
-    let mut groups: Vec<Vec<u32>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
-    for (pos, &k) in keys.iter().enumerate() {
-        groups[k as usize].push(pos as u32);
-    }
-    groups
-        .into_iter()
-        .enumerate()
-        .filter(|(_, g)| !g.is_empty())
-        .map(|(k, g)| (k as u32, g))
-        .collect()
-}
-
-/// Deduplicates the batch's IDs into `ws.unique` / `ws.slots` and fetches their rows into
-/// `ws.rows` (cache first, then one request per PS, or per (PS, field) unpacked). Returns
+/// Deduplicates the batch's IDs into `ws.ids` and fetches their rows into `ws.rows` (cache
+/// first, then the plan's requests: one per PS, or per (PS, field) unpacked). Returns
 /// `(worker ns, slowest PS's serving ns)`. Worker-side work is measured under the token in
 /// two sections (before sending, after all replies arrived) so that neither holds it while
 /// waiting for a PS.
@@ -193,31 +174,14 @@ fn lookup(
         } else {
             cache.split_into(unique, rows, rl)
         };
-        // Request key: the PS (packed), or (PS, field) unpacked; ascending, like `plan_lookup`.
-        let (keys, buckets): (Vec<u32>, usize) = if env.packed {
-            let k = misses
-                .iter()
-                .map(|&u| ps_of(unique[u as usize], num_ps) as u32);
-            (k.collect(), num_ps)
-        } else {
-            let k = misses.iter().map(|&u| {
-                let id = unique[u as usize];
-                (ps_of(id, num_ps) * NUM_SPARSE + field_of(id).min(NUM_SPARSE - 1)) as u32
-            });
-            (k.collect(), num_ps * NUM_SPARSE)
-        };
-        group_by_key(&keys, buckets)
+        let miss_ids: Vec<FeatureId> = misses.iter().map(|&u| unique[u as usize]).collect();
+        request_groups(&miss_ids, num_ps, env.packed)
             .into_iter()
-            .map(|(key, members)| {
-                let ps = if env.packed {
-                    key as usize
-                } else {
-                    key as usize / NUM_SPARSE
-                };
+            .map(|(ps, _, members)| {
                 let positions: Vec<u32> = members.iter().map(|&m| misses[m as usize]).collect();
                 let (mut ids, buf) = spare.pop().unwrap_or_default();
                 ids.clear();
-                ids.extend(positions.iter().map(|&u| unique[u as usize]));
+                ids.extend(members.iter().map(|&m| miss_ids[m as usize]));
                 (ps, positions, ids, buf)
             })
             .collect::<Vec<_>>()
@@ -383,21 +347,15 @@ fn train_batch(
     // full queue blocks).
     let num_ps = env.ps.num_ps();
     let (updates, upd_ns) = env.token.timed(|| {
-        let keys: Vec<u32> = ws
-            .ids
-            .unique
-            .iter()
-            .map(|&id| ps_of(id, num_ps) as u32)
-            .collect();
-        group_by_key(&keys, num_ps)
+        request_groups(&ws.ids.unique, num_ps, true)
             .into_iter()
-            .map(|(ps, members)| {
+            .map(|(ps, _, members)| {
                 let mut grads = Vec::with_capacity(members.len() * rl);
                 for &u in &members {
                     grads.extend_from_slice(&ws.sparse[u as usize * rl..(u as usize + 1) * rl]);
                 }
                 let ids = members.iter().map(|&u| ws.ids.unique[u as usize]).collect();
-                (ps as usize, PsMsg::Update { ids, grads })
+                (ps, PsMsg::Update { ids, grads })
             })
             .collect::<Vec<_>>()
     });

@@ -15,14 +15,13 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::{Parser, Subcommand};
 use crossbeam_channel::unbounded;
-use dlsim_kernel::calibrate::copy_bandwidth_mb_s;
+use dlsim_kernel::calibrate::{copy_bandwidth_mb_s, write_atomic};
 use dlsim_kernel::criteo::{read_file, CriteoData};
 use dlsim_kernel::data::{Dataset, Sample, SyntheticData, NUM_DENSE, NUM_SPARSE};
 use dlsim_kernel::model::ModelSpec;
@@ -146,15 +145,6 @@ struct GatherArgs {
     copy_bytes: usize,
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
-}
-
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -163,27 +153,16 @@ fn u64_bytes(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn read_f32(path: &Path) -> Result<Vec<f32>> {
+/// A file of little-endian `N`-byte values, decoded by `from`.
+fn read_le<const N: usize, T>(path: &Path, from: fn([u8; N]) -> T) -> Result<Vec<T>> {
     let b = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     ensure!(
-        b.len().is_multiple_of(4),
-        "{}: not a whole number of f32",
+        b.len().is_multiple_of(N),
+        "{}: not a whole number of {N}-byte values",
         path.display()
     );
-    Ok(b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
-}
-
-fn read_u64(path: &Path) -> Result<Vec<u64>> {
-    let b = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    ensure!(
-        b.len().is_multiple_of(8),
-        "{}: not a whole number of u64",
-        path.display()
-    );
-    Ok(b.chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8-byte chunk")))
+    Ok(b.chunks_exact(N)
+        .map(|c| from(c.try_into().expect("N-byte chunk")))
         .collect())
 }
 
@@ -269,9 +248,9 @@ fn load(dir: &Path) -> Result<(Vec<Sample>, Value)> {
         &fs::read_to_string(dir.join("meta.json"))
             .with_context(|| format!("reading {}/meta.json", dir.display()))?,
     )?;
-    let dense = read_f32(&dir.join("dense.f32"))?;
-    let label = read_f32(&dir.join("label.f32"))?;
-    let sparse = read_u64(&dir.join("sparse.u64"))?;
+    let dense = read_le(&dir.join("dense.f32"), f32::from_le_bytes)?;
+    let label = read_le(&dir.join("label.f32"), f32::from_le_bytes)?;
+    let sparse = read_le(&dir.join("sparse.u64"), u64::from_le_bytes)?;
     let n = label.len();
     ensure!(
         dense.len() == n * NUM_DENSE && sparse.len() == n * NUM_SPARSE,

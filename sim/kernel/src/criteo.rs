@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::data::{dense_transform, Dataset, Sample, NUM_DENSE, NUM_SPARSE};
+use crate::data::{dense_transform, InMemory, Sample, NUM_DENSE, NUM_SPARSE};
 use crate::plan::feature_id;
 
 /// Value used for a missing categorical feature (outside the 32-bit hash range).
@@ -38,20 +38,7 @@ pub enum CriteoError {
 }
 
 /// Parsed rows held in memory.
-#[derive(Debug, Clone, Default)]
-pub struct CriteoData {
-    pub samples: Vec<Sample>,
-}
-
-impl Dataset for CriteoData {
-    fn len(&self) -> u64 {
-        self.samples.len() as u64
-    }
-
-    fn sample(&self, i: u64) -> Sample {
-        self.samples[i as usize].clone()
-    }
-}
+pub type CriteoData = InMemory;
 
 fn column_name(c: usize) -> String {
     match c {

@@ -44,25 +44,30 @@ pub trait Dataset: Sync {
     }
 }
 
-/// Samples held in memory, e.g. materialised from a generator before a timed run, so that
-/// no worker generates data while another's work is being measured.
+/// Samples held in memory: parsed rows ([`crate::criteo`]), or a generator's samples
+/// materialised before a timed run, so that no worker generates data while another's work is
+/// being measured.
 #[derive(Debug, Clone, Default)]
-pub struct InMemory(pub Vec<Sample>);
+pub struct InMemory {
+    pub samples: Vec<Sample>,
+}
 
 impl InMemory {
     /// The first `n` samples of `data`.
     pub fn materialise(data: &dyn Dataset, n: u64) -> Self {
-        InMemory((0..n.min(data.len())).map(|i| data.sample(i)).collect())
+        InMemory {
+            samples: (0..n.min(data.len())).map(|i| data.sample(i)).collect(),
+        }
     }
 }
 
 impl Dataset for InMemory {
     fn len(&self) -> u64 {
-        self.0.len() as u64
+        self.samples.len() as u64
     }
 
     fn sample(&self, i: u64) -> Sample {
-        self.0[i as usize].clone()
+        self.samples[i as usize].clone()
     }
 }
 

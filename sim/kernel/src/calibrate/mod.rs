@@ -185,10 +185,12 @@ fn fit_kind(
         .filter(|m| m.point.heldout_shape)
         .collect();
     anyhow::ensure!(
-        fit.len() >= 6 && !held.is_empty(),
-        "need at least 6 fitted and 1 held-out point, got {} and {}",
+        fit.len() >= 6 && !held.is_empty() && !held_shape.is_empty(),
+        "need at least 6 fitted points, 1 held-out point and 1 point of a held-out shape, got \
+         {}, {} and {}",
         fit.len(),
-        held.len()
+        held.len(),
+        held_shape.len()
     );
     let shape = fit_shape(&fit).context("fitting the shape model")?;
     let paper = shape.paper_form(at);
@@ -246,13 +248,6 @@ fn fit_kind(
             })
         })
         .collect();
-    let nan_if_empty = |a: &[f64], p: &[f64]| {
-        if a.is_empty() {
-            f64::NAN
-        } else {
-            mape_pct(a, p)
-        }
-    };
     let report = FitReport {
         n_fit: fit.len(),
         n_heldout: held.len(),
@@ -261,7 +256,7 @@ fn fit_kind(
         heldout_mape: mape_pct(&ha, &hp),
         heldout_mae: mae(&ha, &hp),
         heldout_rmse: rmse(&ha, &hp),
-        heldout_shape_mape: nan_if_empty(&sa, &sp),
+        heldout_shape_mape: mape_pct(&sa, &sp),
         reference_mape: mape_pct(&ra, &rp),
         totals_fit_heldout_mape: mape_pct(&ra, &tp),
         optimus_mape: mape_pct(&ra, &op),

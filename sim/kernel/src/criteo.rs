@@ -2,14 +2,17 @@
 //!
 //! Accepts tab- or comma-separated lines (the separator is detected per line), an optional
 //! header line starting with `label`, empty fields as missing values, fractional integer
-//! features (`260.0`) and 32-bit hex categorical hashes. Missing dense values become 0;
-//! a missing categorical value becomes its field's reserved "missing" ID. Malformed input is
-//! an error naming the line and column; nothing here panics on file content.
+//! features (`260.0`) and categorical values. A categorical value is an opaque token: the
+//! usual 32-bit hex hash is read as its number; any other token (real files carry
+//! spreadsheet-mangled hashes such as `2.42E+05` in DLRover's Criteo example) gets a stable
+//! hash of its bytes in `[2^32, 2^40)`, apart from every hex value. Missing dense values
+//! become 0; a missing categorical value becomes its field's reserved "missing" ID. Malformed
+//! input is an error naming the line and column; nothing here panics on file content.
 
 use std::path::{Path, PathBuf};
 
 use crate::data::{dense_transform, InMemory, Sample, NUM_DENSE, NUM_SPARSE};
-use crate::plan::feature_id;
+use crate::plan::{feature_id, stable_hash};
 
 /// Value used for a missing categorical feature (outside the 32-bit hash range).
 pub const MISSING_VALUE: u64 = 1 << 40;
@@ -88,10 +91,7 @@ pub fn parse_line(text: &str, line: usize, id: u64) -> Result<Sample, CriteoErro
         let value = if s.is_empty() {
             MISSING_VALUE
         } else {
-            u64::from_str_radix(s, 16)
-                .ok()
-                .filter(|v| *v < MISSING_VALUE)
-                .ok_or_else(|| bad(c))?
+            categorical_value(s)
         };
         *slot = feature_id(f, value);
     }
@@ -101,6 +101,20 @@ pub fn parse_line(text: &str, line: usize, id: u64) -> Result<Sample, CriteoErro
         dense,
         sparse,
     })
+}
+
+/// The number of a categorical token: a hex hash below 2^32 as itself, any other token a
+/// stable hash of its bytes in `[2^32, 2^40)` (never [`MISSING_VALUE`]).
+fn categorical_value(token: &str) -> u64 {
+    match u64::from_str_radix(token, 16) {
+        Ok(v) if v < 1 << 32 => v,
+        _ => {
+            let h = token.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                stable_hash(h ^ u64::from(b))
+            });
+            (1 << 32) + h % (MISSING_VALUE - (1 << 32))
+        }
+    }
 }
 
 /// Parses a whole file's text; blank lines and a leading `label...` header are skipped.
@@ -162,5 +176,16 @@ mod tests {
         let e = parse_line("1,2,3", 9, 0).unwrap_err().to_string();
         assert!(e.contains("line 9") && e.contains("40 columns"), "{e}");
         assert!(parse_line(&row(",").replacen("1", "7", 1), 1, 0).is_err());
+    }
+
+    #[test]
+    fn non_hex_categorical_tokens_get_stable_ids_apart_from_hex_ones() {
+        let v = categorical_value("2.42E+05");
+        assert_eq!(v, categorical_value("2.42E+05"));
+        assert_ne!(v, categorical_value("2.43E+05"));
+        assert!(((1 << 32)..MISSING_VALUE).contains(&v), "{v}");
+        assert_eq!(categorical_value("68fd1e64"), 0x68fd_1e64);
+        // A hex token too long for 32 bits is a token too.
+        assert!(categorical_value("1ffffffffff") >= 1 << 32);
     }
 }

@@ -84,7 +84,12 @@ where
         Command::Check(args) => check::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Calibrate(args) => {
-            dlsim_kernel::calibrate::run_cli(&args)?;
+            dlsim_kernel::calibrate::run_cli(&args).map_err(|e| {
+                match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {
+                    Ok(bad) => BadInput(bad.0).into(),
+                    Err(e) => e,
+                }
+            })?;
             Ok(ExitCode::SUCCESS)
         }
     }

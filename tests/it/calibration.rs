@@ -286,3 +286,32 @@ fn committed_peer_benchmark_meets_the_kernel_targets() {
         .unwrap();
     assert!(pct >= 25.0, "gather at {pct}% of copy");
 }
+
+/// `calibrate --refit` of a file it cannot refit (an old v1 calibration, not JSON) is the
+/// user's input: one line naming the file, exit 2, and nothing written.
+#[test]
+fn refit_of_an_unusable_file_is_a_readable_error() {
+    let dir = scratch("calibration-refit-bad");
+    let v1 = dir.join("v1.json");
+    std::fs::write(
+        &v1,
+        r#"{"format":"dlsim-calibration","version":1,"kinds":{}}"#,
+    )
+    .unwrap();
+    let junk = dir.join("junk.json");
+    std::fs::write(&junk, "not json").unwrap();
+    for (file, says) in [(&v1, "version 1"), (&junk, "parsing")] {
+        let out = dir.join("out.json");
+        let o = dlsim(&[
+            "calibrate",
+            "--refit",
+            path_str(file),
+            "--out",
+            path_str(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(path_str(file)) && e.contains(says), "{e}");
+        assert!(!out.exists(), "nothing written");
+    }
+}

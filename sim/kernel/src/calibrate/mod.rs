@@ -471,13 +471,27 @@ pub fn write_outputs(cal: &Calibration, out: &Path) -> anyhow::Result<Vec<PathBu
     Ok(written)
 }
 
+/// A problem with what the user gave `dlsim calibrate` (a flag out of range, a `--refit` file
+/// that cannot be read or refitted), as opposed to a failure while measuring: the command
+/// line maps it to exit code 2.
+#[derive(Debug)]
+pub struct BadArgs(pub String);
+
+impl std::fmt::Display for BadArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadArgs {}
+
 /// Entry point of `dlsim calibrate`.
 pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
     let threads = args.threads.unwrap_or(if args.quick { 2 } else { 4 });
-    anyhow::ensure!(
-        (1..=64).contains(&threads),
-        "--threads must be between 1 and 64, got {threads}"
-    );
+    if !(1..=64).contains(&threads) {
+        let msg = format!("--threads must be between 1 and 64, got {threads}");
+        return Err(BadArgs(msg).into());
+    }
     let plan = if args.quick {
         Plan::quick(threads)
     } else {
@@ -493,8 +507,12 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
     command.push_str(&format!(" --out {}", args.out.display()));
     let cal = match &args.refit {
         Some(path) => {
-            let mut cal = read(path)?;
-            fit_all(&mut cal).with_context(|| format!("refitting {}", path.display()))?;
+            let refit = |cal: anyhow::Result<Calibration>| {
+                let mut cal = cal?;
+                fit_all(&mut cal).with_context(|| format!("refitting {}", path.display()))?;
+                anyhow::Ok(cal)
+            };
+            let mut cal = refit(read(path)).map_err(|e| BadArgs(format!("{e:#}")))?;
             cal.command = format!(
                 "{} (refit by: {command} --refit {})",
                 cal.command,

@@ -50,7 +50,7 @@ impl Policy for Recorder {
     }
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         let mut log = self.log.lock().unwrap();
-        for j in &view.jobs {
+        for j in view.jobs.iter() {
             for s in j.history {
                 if log.samples.last().is_none_or(|l| s.time > l.0) {
                     log.samples.push((s.time, s.steps_per_s, j.config));

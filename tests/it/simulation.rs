@@ -187,7 +187,7 @@ impl Policy for Chaos {
     }
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         let mut actions = Vec::new();
-        for job in &view.jobs {
+        for job in view.jobs.iter() {
             if !self.rng.gen_bool(0.15) {
                 continue;
             }

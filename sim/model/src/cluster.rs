@@ -65,6 +65,11 @@ pub struct Cluster {
     leaves: usize,
     capacity: Resources,
     allocated: Resources,
+    /// Sum of every node's [`Node::free`], kept as nodes change (integers, so exact).
+    free: Resources,
+    /// The largest capacity of any node, per resource (cores, memory and GPUs may come
+    /// from different nodes).
+    node_max: Resources,
     /// First-fit memo: `(req, n)` means no node below `n` has room for `req`. Allocations
     /// only shrink free space, so it stays true until space may be freed (a release, a
     /// changed reservation, a node going down or coming back), which clears it. Pods of one job, placed one after
@@ -86,10 +91,15 @@ impl Cluster {
             leaves,
             capacity,
             allocated: Resources::ZERO,
+            free: Resources::ZERO,
+            node_max: Resources::ZERO,
             first_fit_hint: None,
         };
         for i in 0..cluster.nodes.len() {
-            cluster.tree[leaves + i] = cluster.nodes[i].free();
+            let n = &cluster.nodes[i];
+            cluster.tree[leaves + i] = n.free();
+            cluster.free += n.free();
+            cluster.node_max = max3(cluster.node_max, n.capacity);
         }
         for slot in (1..leaves).rev() {
             cluster.tree[slot] = max3(cluster.tree[2 * slot], cluster.tree[2 * slot + 1]);
@@ -107,6 +117,16 @@ impl Cluster {
 
     pub fn allocated(&self) -> Resources {
         self.allocated
+    }
+
+    /// Room for new pods summed over nodes (a policy's view of free capacity, in O(1)).
+    pub fn free(&self) -> Resources {
+        self.free
+    }
+
+    /// The largest node capacity per resource: what one pod could ever get.
+    pub fn node_max(&self) -> Resources {
+        self.node_max
     }
 
     /// Whether some node could hold `req` if it were empty.
@@ -191,7 +211,10 @@ impl Cluster {
 
     fn update(&mut self, node: usize) {
         let mut slot = self.leaves + node;
-        self.tree[slot] = self.nodes[node].free();
+        let free = self.nodes[node].free();
+        // The leaf still holds the node's previous free room.
+        self.free = self.free - self.tree[slot] + free;
+        self.tree[slot] = free;
         while slot > 1 {
             slot /= 2;
             let max = max3(self.tree[2 * slot], self.tree[2 * slot + 1]);
@@ -251,6 +274,7 @@ impl Cluster {
     /// Re-checks the invariant over all nodes (used by tests and debug assertions).
     pub fn check_invariants(&self) {
         let mut total = Resources::ZERO;
+        let mut free = Resources::ZERO;
         for n in &self.nodes {
             assert!(
                 (n.allocated + n.reserved).fits_in(&n.capacity),
@@ -263,11 +287,13 @@ impl Cluster {
                 n.name
             );
             total += n.allocated;
+            free += n.free();
         }
         assert_eq!(
             total, self.allocated,
             "cluster allocation total out of sync"
         );
+        assert_eq!(free, self.free, "cluster free total out of sync");
     }
 }
 

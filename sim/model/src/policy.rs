@@ -231,22 +231,90 @@ pub struct JobView<'a> {
 }
 
 /// A policy's view of the cluster: aggregate capacity and free space, and active jobs.
+///
+/// Built in O(1) per consultation: aggregates are kept by the world as they change, and
+/// job views are built only for the jobs a policy looks at ([`Jobs`]). A policy whose
+/// per-tick work should not grow with every queued or running job keeps its own index of
+/// the jobs it manages (learnt in `on_submit`), looks them up with [`Jobs::get`], and drops
+/// them when they appear in [`ClusterView::ended`].
 #[derive(Clone, Debug)]
 pub struct ClusterView<'a> {
     pub now: SimTime,
     pub capacity: Resources,
     pub allocated: Resources,
+    /// Room for new pods summed over nodes (up nodes, less co-located services).
+    pub free: Resources,
+    /// Requests of the pods waiting to be placed, summed.
+    pub pending: Resources,
+    /// The largest node capacity per resource: what one pod could ever get.
+    pub node_max: Resources,
     /// Every node with its capacity and current allocation, as the cluster API lists them.
     pub nodes: &'a [crate::Node],
-    pub jobs: Vec<JobView<'a>>,
+    /// Jobs launched and not yet ended.
+    pub jobs: Jobs<'a>,
+    /// Jobs that ended since the policy's previous `on_tick` (all of them, for a policy
+    /// without ticks: then it is empty), in the order they ended.
+    pub ended: &'a [EndedJob],
 }
 
 impl ClusterView<'_> {
-    /// Drops a policy's per-job state of the jobs no longer in the view (they ended).
+    /// Drops a policy's per-job state of the jobs that ended (O(ended jobs)).
     pub fn forget_ended<T>(&self, state: &mut std::collections::BTreeMap<u64, T>) {
-        let active: std::collections::BTreeSet<u64> =
-            self.jobs.iter().map(|j| j.request.id).collect();
-        state.retain(|id, _| active.contains(id));
+        for e in self.ended {
+            state.remove(&e.id);
+        }
+    }
+}
+
+/// A job that ended, as its master last reported it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EndedJob {
+    pub id: u64,
+    pub phase: JobPhase,
+    pub config: JobConfig,
+    pub steps_done: u64,
+}
+
+/// The active jobs of a [`ClusterView`], in index (submission) order. Views are built on
+/// demand, so looking at a few jobs costs a few views.
+#[derive(Clone, Copy)]
+pub struct Jobs<'a> {
+    pub(crate) jobs: &'a [crate::job::Job],
+    pub(crate) pods: &'a [crate::job::Pod],
+    pub(crate) active: &'a std::collections::BTreeSet<usize>,
+    pub(crate) index: &'a std::collections::HashMap<u64, usize>,
+    pub(crate) with_pods: bool,
+}
+
+impl std::fmt::Debug for Jobs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Jobs({} active)", self.active.len())
+    }
+}
+
+impl<'a> Jobs<'a> {
+    pub fn len(&self) -> usize {
+        self.active.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty()
+    }
+
+    /// Every active job's view (O(active jobs): for policies that act on all of them).
+    pub fn iter(&self) -> impl Iterator<Item = JobView<'a>> + 'a {
+        let (jobs, pods, with_pods) = (self.jobs, self.pods, self.with_pods);
+        self.active
+            .iter()
+            .map(move |&j| crate::world::job_view(&jobs[j], pods, with_pods))
+    }
+
+    /// The view of active job `id`, or `None` if it is not active.
+    pub fn get(&self, id: u64) -> Option<JobView<'a>> {
+        let &j = self.index.get(&id)?;
+        self.active
+            .contains(&j)
+            .then(|| crate::world::job_view(&self.jobs[j], self.pods, self.with_pods))
     }
 }
 

@@ -70,7 +70,6 @@ use plan::Search;
 use warm::{ConfigDb, DbEntry};
 
 use crate::nsga2;
-use crate::optimus::{max_node_cores, max_node_mem_mb};
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
@@ -109,7 +108,7 @@ struct Tracked {
     /// ... but only when a plan needs it: `Some(n)` says it is due over the first `n`
     /// observations (the list only grows until it is resolved, see `resolve_split`).
     split_due: Option<usize>,
-    progress: f64,
+    /// The job's metadata for the config DB (its configuration is filled in at the end).
     entry: Option<DbEntry>,
 }
 
@@ -152,7 +151,14 @@ pub struct Dlrover {
     min_eff: f64,
     quota: f64,
     db: ConfigDb,
+    /// Every launched job not yet seen to end.
     jobs: BTreeMap<u64, Tracked>,
+    /// The jobs a tick visits: those with PSes (what stages 2 and 3 act on), plus jobs
+    /// with an OOM kill not yet handled. A job without PSes is never planned, so the
+    /// per-tick cost grows with the jobs the policy can act on, not with every job.
+    visit: BTreeSet<u64>,
+    /// Jobs with an OOM kill since the last tick (`on_oom`).
+    oomed: BTreeSet<u64>,
     rng: SimRng,
     spec: String,
 }
@@ -228,6 +234,8 @@ impl Dlrover {
             quota: spec.f64_or("quota", 4.0)?,
             db,
             jobs: BTreeMap::new(),
+            visit: BTreeSet::new(),
+            oomed: BTreeSet::new(),
             rng: RngStreams::new(seed).stream("dlrover-nsga"),
             spec: spec.canonical(),
         })
@@ -327,34 +335,32 @@ impl Dlrover {
         }
     }
 
-    /// Records what the job's master reports, and fills the DB when a job is gone.
-    fn observe(&mut self, view: &ClusterView<'_>) {
-        // Ended jobs leave, in id order; those that completed fill the config DB.
-        let present: BTreeSet<u64> = view.jobs.iter().map(|j| j.request.id).collect();
-        let db = &mut self.db;
-        self.jobs.retain(|id, t| {
-            let keep = present.contains(id);
-            if !keep && t.progress >= 0.95 {
-                if let Some(e) = t.entry.take() {
-                    db.push(e);
+    /// Fills the DB with the jobs that completed, and records what the masters of the
+    /// jobs to visit report. Returns their views, in id order.
+    fn observe<'v>(&mut self, view: &ClusterView<'v>) -> Vec<JobView<'v>> {
+        for e in view.ended {
+            if let Some(mut t) = self.jobs.remove(&e.id) {
+                if let (JobPhase::Completed, Some(mut entry)) = (e.phase, t.entry.take()) {
+                    // The configuration the job ended with is the one worth repeating.
+                    entry.config = e.config;
+                    self.db.push(entry);
                 }
             }
-            keep
-        });
-        for job in &view.jobs {
-            let t = self.jobs.entry(job.request.id).or_default();
-            t.progress = job.steps_done as f64 / (job.request.steps.max(1)) as f64;
-            // Built once; only the configuration changes while the job runs.
-            t.entry
-                .get_or_insert_with(|| DbEntry {
-                    model: job.request.model,
-                    user: job.request.user.clone(),
-                    samples: job.request.steps as f64 * f64::from(job.request.batch_size),
-                    dense_mb: job.request.dense_mb,
-                    emb_dim: job.request.emb_dim,
-                    config: job.config,
-                })
-                .config = job.config;
+            self.visit.remove(&e.id);
+            self.oomed.remove(&e.id);
+        }
+        let ids: Vec<u64> = if self.oomed.is_empty() {
+            self.visit.iter().copied().collect()
+        } else {
+            let all: BTreeSet<u64> = self.visit.union(&self.oomed).copied().collect();
+            self.oomed.clear();
+            all.into_iter().collect()
+        };
+        let views: Vec<JobView<'v>> = ids.iter().filter_map(|&id| view.jobs.get(id)).collect();
+        for job in &views {
+            let Some(t) = self.jobs.get_mut(&job.request.id) else {
+                continue;
+            };
             let mut new_config = false;
             for s in job.history {
                 if t.last_sample.is_some_and(|l| s.time <= l) {
@@ -391,6 +397,7 @@ impl Dlrover {
                 t.split_due = Some(t.obs.len());
             }
         }
+        views
     }
 }
 
@@ -409,8 +416,9 @@ impl Policy for Dlrover {
 
     /// Stage 3: a pod killed for memory comes back with twice as much (with `post=off`,
     /// the scenario's plain relaunch rule applies).
-    fn on_oom(&mut self, _job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
+    fn on_oom(&mut self, job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
         if self.post {
+            self.oomed.insert(job);
             OomRelaunch::WithMemory(mem_mb.saturating_mul(2))
         } else {
             OomRelaunch::Default
@@ -429,19 +437,34 @@ impl Policy for Dlrover {
         } else {
             job.request.requested
         };
-        vec![Action::Launch {
-            job: job.request.id,
-            config,
-        }]
+        let r = job.request;
+        self.jobs.insert(
+            r.id,
+            Tracked {
+                entry: Some(DbEntry {
+                    model: r.model,
+                    user: r.user.clone(),
+                    samples: r.steps as f64 * f64::from(r.batch_size),
+                    dense_mb: r.dense_mb,
+                    emb_dim: r.emb_dim,
+                    config,
+                }),
+                ..Tracked::default()
+            },
+        );
+        if config.ps > 0 {
+            self.visit.insert(r.id);
+        }
+        vec![Action::Launch { job: r.id, config }]
     }
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
-        self.observe(view);
-        let (max_cpu, max_mem) = (max_node_cores(view.nodes), max_node_mem_mb(view.nodes));
+        let jobs = self.observe(view);
+        let (max_cpu, max_mem) = (view.node_max.cpu_cores(), view.node_max.mem_mb);
         let mut actions = Vec::new();
         let mut busy = BTreeSet::new();
         if self.post {
-            for job in &view.jobs {
+            for job in &jobs {
                 let Some(t) = self.jobs.get_mut(&job.request.id) else {
                     continue;
                 };
@@ -452,18 +475,13 @@ impl Policy for Dlrover {
             }
         }
         // Free capacity: what nodes can still place, minus what pending pods will take.
-        let mut free_cpu: f64 = view.nodes.iter().map(|n| n.free().cpu_cores()).sum();
-        let mut free_mem: f64 = view.nodes.iter().map(|n| n.free().mem_mb as f64).sum();
-        for job in &view.jobs {
-            let pending = f64::from(job.pending_pods);
-            free_cpu -= pending * job.config.worker_cpu.max(job.config.ps_cpu);
-            free_mem -= pending * job.config.worker_mem_mb.max(job.config.ps_mem_mb) as f64;
-        }
+        let mut free_cpu = view.free.cpu_cores() - view.pending.cpu_cores();
+        let mut free_mem = view.free.mem_mb as f64 - view.pending.mem_mb as f64;
         free_cpu -= 0.1 * view.capacity.cpu_cores();
         free_mem -= 0.1 * view.capacity.mem_mb as f64;
         // Stage 2: candidates per job, then the weighted greedy across jobs (Eq. 11-14).
         let mut planned: Vec<&JobView<'_>> = Vec::new();
-        for job in &view.jobs {
+        for job in &jobs {
             let id = job.request.id;
             if busy.contains(&id) || job.phase != JobPhase::Training || job.rescaling {
                 continue;

@@ -111,6 +111,22 @@ struct JobState {
     shrunk: BTreeMap<usize, SimTime>,
     /// Memory per role raised after OOMs: [PS, worker]; later plans never go below it.
     mem_floor: [u64; 2],
+    /// The inputs of the last running-stage plan that asked for nothing: the same inputs
+    /// give the same nothing, so the plan is not recomputed (the master ticks every 30 s;
+    /// its profile changes only at each sample).
+    idle: Option<PlanInputs>,
+}
+
+/// Everything a running-stage plan reads (see `DlroverOss::plan`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PlanInputs {
+    window: (usize, Option<SimTime>),
+    history: (usize, Option<SimTime>),
+    config: JobConfig,
+    /// The PS pods' summed (cores, MB) requests.
+    ps_total: (f64, u64),
+    mem_floor: [u64; 2],
+    may_change_ps: bool,
 }
 
 impl JobState {
@@ -126,6 +142,7 @@ impl JobState {
             resizes: VecDeque::new(),
             shrunk: BTreeMap::new(),
             mem_floor: [0, 0],
+            idle: None,
         }
     }
 }
@@ -309,6 +326,24 @@ fn shrink_pending(state: &mut JobState, job: &JobView<'_>, now: SimTime) -> Vec<
 impl DlroverOss {
     /// The stage's plan as an action, if it changes anything; advances the stage.
     fn plan(&self, state: &mut JobState, job: &JobView<'_>, now: SimTime) -> Option<Action> {
+        let inputs = PlanInputs {
+            window: (state.window.len(), state.window.back().map(|s| s.time)),
+            history: (job.history.len(), job.history.last().map(|s| s.time)),
+            config: job.config,
+            ps_total: ps_total(job),
+            mem_floor: state.mem_floor,
+            may_change_ps: may_change_ps(now, state.last_ps_change),
+        };
+        let running = state.stage == Stage::Running;
+        if running && state.idle == Some(inputs) {
+            return None;
+        }
+        let action = self.plan_from(state, job, now);
+        state.idle = (running && action.is_none()).then_some(inputs);
+        action
+    }
+
+    fn plan_from(&self, state: &mut JobState, job: &JobView<'_>, now: SimTime) -> Option<Action> {
         let window: Vec<Snapshot> = state.window.iter().cloned().collect();
         match state.stage {
             Stage::WorkerInitial => {
@@ -354,13 +389,7 @@ impl DlroverOss {
         job: &JobView<'_>,
         window: &[Snapshot],
     ) -> Option<Action> {
-        let ps_total = job
-            .pods
-            .iter()
-            .filter(|p| p.role == Role::Ps)
-            .fold((0.0, 0u64), |(c, m), p| {
-                (c + p.request.cpu_cores(), m + p.request.mem_mb)
-            });
+        let ps_total = ps_total(job);
         let ratio = rules::speed_ratio(job.history);
         let plan = rules::worker_plan(self.limits, window, ps_total, ratio)?;
         let c = job.config;
@@ -453,6 +482,16 @@ impl DlroverOss {
     }
 }
 
+/// The job's PS pods' summed (cores, MB) requests.
+fn ps_total(job: &JobView<'_>) -> (f64, u64) {
+    job.pods
+        .iter()
+        .filter(|p| p.role == Role::Ps)
+        .fold((0.0, 0u64), |(c, m), p| {
+            (c + p.request.cpu_cores(), m + p.request.mem_mb)
+        })
+}
+
 impl Policy for DlroverOss {
     fn spec(&self) -> String {
         let mut spec = PolicySpec::parse("dlrover-oss").expect("a valid name");
@@ -499,9 +538,9 @@ impl Policy for DlroverOss {
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         let mut out = Vec::new();
         let mut jobs = std::mem::take(&mut self.jobs);
-        for job in &view.jobs {
+        for job in view.jobs.iter() {
             let state = jobs.entry(job.request.id).or_insert_with(JobState::new);
-            out.extend(self.decide(state, job, view.now));
+            out.extend(self.decide(state, &job, view.now));
         }
         view.forget_ended(&mut jobs);
         self.jobs = jobs;

@@ -319,10 +319,11 @@ impl Policy for Es {
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         view.forget_ended(&mut self.jobs);
-        let mut free = FreeNodes::new(view.nodes);
-        free.reserve_pending(&view.jobs);
+        let mut free = FreeNodes::new(view);
         let mut actions = Vec::new();
-        for job in &view.jobs {
+        let ids: Vec<u64> = self.jobs.keys().copied().collect();
+        for job in ids.into_iter().filter_map(|id| view.jobs.get(id)) {
+            let job = &job;
             // A replacement and a scale in one tick would race; stragglers go first.
             if let Some(a) = self.straggler(job, view.now) {
                 actions.push(a);

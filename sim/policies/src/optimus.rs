@@ -37,7 +37,7 @@ use crate::spec::{PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_fit::{OptimusObs, OptimusParams};
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, Policy, RescaleMethod,
+    Action, ClusterView, JobConfig, JobPhase, JobView, Jobs, Policy, RescaleMethod,
 };
 use dlsim_model::{Node, Resources};
 use dlsim_traces::ModelKind;
@@ -164,42 +164,64 @@ pub(crate) fn ps_mem_mb_for(requested: &JobConfig, p: u32, max_node_mem_mb: u64)
         .min(max_node_mem_mb.max(requested.ps_mem_mb))
 }
 
-pub(crate) fn max_node_mem_mb(nodes: &[Node]) -> u64 {
-    nodes.iter().map(|n| n.capacity.mem_mb).max().unwrap_or(0)
-}
-
-/// The most CPU cores any node has (what one pod could ever get).
-pub(crate) fn max_node_cores(nodes: &[Node]) -> f64 {
-    nodes
-        .iter()
-        .map(|n| n.capacity.cpu_cores())
-        .fold(0.0, f64::max)
-}
-
 /// Free room per node, to check that pods a policy is about to ask for would be placed.
-pub struct FreeNodes {
-    free: Vec<Resources>,
+/// Built on the first `take` (a tick that asks for nothing pays nothing): a copy of each
+/// node's free room with the pods every job is still waiting to have placed set aside, so
+/// that growth does not take the room of queued pods.
+pub struct FreeNodes<'a> {
+    nodes: &'a [Node],
+    /// The jobs whose pending pods are set aside (none for [`FreeNodes::of_nodes`]).
+    jobs: Option<Jobs<'a>>,
+    free: Option<Vec<Resources>>,
 }
 
-impl FreeNodes {
-    pub fn new(nodes: &[Node]) -> Self {
+impl<'a> FreeNodes<'a> {
+    pub fn new(view: &ClusterView<'a>) -> Self {
         FreeNodes {
-            free: nodes.iter().map(Node::free).collect(),
+            nodes: view.nodes,
+            jobs: Some(view.jobs),
+            free: None,
         }
+    }
+
+    /// The free room of `nodes` as they are, with no pending pods to set aside.
+    pub fn of_nodes(nodes: &'a [Node]) -> Self {
+        FreeNodes {
+            nodes,
+            jobs: None,
+            free: None,
+        }
+    }
+
+    fn built(&mut self) -> &mut Vec<Resources> {
+        if self.free.is_none() {
+            let mut free = FreeNodes {
+                nodes: self.nodes,
+                jobs: self.jobs,
+                free: Some(self.nodes.iter().map(Node::free).collect()),
+            };
+            free.reserve_pending();
+            self.free = free.free;
+        }
+        self.free.as_mut().expect("built")
     }
 
     /// First-fits `n` pods of `req`; takes them all or none.
     pub fn take(&mut self, req: Resources, n: u32) -> bool {
+        if n == 0 {
+            return true;
+        }
+        let free = self.built();
         let mut taken = Vec::new();
         for _ in 0..n {
-            match self.free.iter().position(|f| req.fits_in(f)) {
+            match free.iter().position(|f| req.fits_in(f)) {
                 Some(i) => {
-                    self.free[i] -= req;
+                    free[i] -= req;
                     taken.push(i);
                 }
                 None => {
                     for i in taken {
-                        self.free[i] += req;
+                        free[i] += req;
                     }
                     return false;
                 }
@@ -208,11 +230,16 @@ impl FreeNodes {
         true
     }
 
-    /// Sets aside room for the pods every job is still waiting to have placed, so that
-    /// growth does not take the room of queued pods. Without per-pod views the roles of
-    /// pending pods are inferred: missing PS first, then workers.
-    pub fn reserve_pending(&mut self, jobs: &[JobView<'_>]) {
-        for job in jobs {
+    /// Without per-pod views the roles of pending pods are inferred: missing PS first,
+    /// then workers. Only jobs with pending pods take anything.
+    fn reserve_pending(&mut self) {
+        let Some(jobs) = self.jobs else {
+            return;
+        };
+        for job in jobs.iter() {
+            if job.pending_pods == 0 {
+                continue;
+            }
             let ps = job
                 .pending_pods
                 .min(job.config.ps.saturating_sub(job.running_ps));
@@ -420,9 +447,12 @@ impl Optimus {
         free: &mut FreeNodes,
         actions: &mut Vec<Action>,
     ) -> Vec<Fitted> {
-        let max_mem = max_node_mem_mb(view.nodes);
+        let max_mem = view.node_max.mem_mb;
         let mut fitted = Vec::new();
-        for job in &view.jobs {
+        // Only the jobs Optimus manages (those with PSes), looked up one by one.
+        let ids: Vec<u64> = self.jobs.keys().copied().collect();
+        for job in ids.into_iter().filter_map(|id| view.jobs.get(id)) {
+            let job = &job;
             let Some(st) = self.jobs.get_mut(&job.request.id) else {
                 continue;
             };
@@ -488,7 +518,7 @@ impl Policy for Optimus {
             JobConfig {
                 ps: p,
                 workers: w,
-                ps_mem_mb: ps_mem_mb_for(&req, p, max_node_mem_mb(view.nodes)),
+                ps_mem_mb: ps_mem_mb_for(&req, p, view.node_max.mem_mb),
                 ..req
             }
         };
@@ -500,14 +530,13 @@ impl Policy for Optimus {
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         view.forget_ended(&mut self.jobs);
-        let mut free = FreeNodes::new(view.nodes);
-        free.reserve_pending(&view.jobs);
+        let mut free = FreeNodes::new(view);
         let mut actions = Vec::new();
         let fitted = self.profile_or_fit(view, &mut free, &mut actions);
-        let max_mem = max_node_mem_mb(view.nodes);
+        let max_mem = view.node_max.mem_mb;
         for (id, to) in greedy(fitted, &mut free, view.capacity, self.max_cores) {
-            if let Some(job) = view.jobs.iter().find(|j| j.request.id == id) {
-                actions.push(Self::rescale(job, to, max_mem));
+            if let Some(job) = view.jobs.get(id) {
+                actions.push(Self::rescale(&job, to, max_mem));
             }
         }
         actions
@@ -560,14 +589,16 @@ mod tests {
             fitted(2, t, 10_000.0, (1, 1)),
         ];
         let cap = Resources::new(16.0, 1 << 20, 0);
-        let mut free = FreeNodes::new(&[node(16.0)]);
+        let nodes = [node(16.0)];
+        let mut free = FreeNodes::of_nodes(&nodes);
         let granted = greedy(jobs.clone(), &mut free, cap, 1e9);
         assert_eq!(granted.len(), 1, "{granted:?}");
         assert_eq!(granted[0].0, 2);
         let (p, w) = granted[0].1;
         assert_eq!(p + w - 2, 4, "four single-pod steps fit in 16 cores");
         // With room for both, job 1 still gets steps once job 2's marginal gain drops.
-        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let nodes = [node(1000.0)];
+        let mut free = FreeNodes::of_nodes(&nodes);
         let granted = greedy(jobs, &mut free, cap, 40.0);
         assert_eq!(granted.len(), 2);
         assert_eq!(granted[0].0, 2, "the larger gain is granted first");
@@ -583,11 +614,13 @@ mod tests {
             ..fitted(1, t, 1_000.0, (1, 1))
         };
         let cap = Resources::new(1000.0, 1 << 20, 0);
-        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let nodes = [node(1000.0)];
+        let mut free = FreeNodes::of_nodes(&nodes);
         assert!(greedy(vec![only_ps([0.1, 0.0, 0.0, 1.0])], &mut free, cap, 130.0).is_empty());
         // 1 + 4/p + 0.5 p is smallest at p = 3: the greedy stops there although the cap
         // would allow 7 PS and the free room many more.
-        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let nodes = [node(1000.0)];
+        let mut free = FreeNodes::of_nodes(&nodes);
         let granted = greedy(vec![only_ps([1.0, 4.0, 0.0, 0.5])], &mut free, cap, 130.0);
         assert_eq!(granted, vec![(1, (3, 1))]);
     }
@@ -596,7 +629,8 @@ mod tests {
     fn heap_respects_the_per_job_core_cap() {
         let jobs = vec![fitted(1, [1.0, 0.5, 0.0, 0.0], 1_000.0, (1, 1))];
         let cap = Resources::new(1000.0, 1 << 20, 0);
-        let mut free = FreeNodes::new(&[node(1000.0)]);
+        let nodes = [node(1000.0)];
+        let mut free = FreeNodes::of_nodes(&nodes);
         let granted = greedy(jobs, &mut free, cap, 24.0);
         let (p, w) = granted[0].1;
         assert_eq!(4 * (p + w), 24);

@@ -30,7 +30,7 @@
 //! kind's parameters, not each job's hidden perturbation, and not the memory-growth
 //! constants. Jobs without PS (imported all-reduce jobs) run as requested.
 
-use crate::optimus::{max_node_cores, max_node_mem_mb, ps_mem_mb_for};
+use crate::optimus::ps_mem_mb_for;
 use crate::spec::{PolicySpec, SpecError};
 use dlsim_fit::ThroughputParams;
 use dlsim_model::perf::{self, PerfInputs};
@@ -255,13 +255,13 @@ impl Policy for WellTuned {
             bandwidth_mb_s: truth.bandwidth_mb_s,
             gpu_core_equiv: truth.gpu_core_equiv,
         };
-        let node_cores = max_node_cores(view.nodes);
+        let node_cores = view.node_max.cpu_cores();
         let config = best_config_within(
             &model,
             job.request,
             self.budget_cores,
             MAX_POD_CORES.min(node_cores),
-            max_node_mem_mb(view.nodes),
+            view.node_max.mem_mb,
             self.tol,
         );
         vec![Action::Launch {

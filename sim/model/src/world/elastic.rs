@@ -234,7 +234,7 @@ impl World {
             PodState::Finished => false,
             PodState::Pending => {
                 // Re-request in place: the pod keeps its queue position.
-                self.pods[p].request = request;
+                self.rerequest_pending(p, request);
                 self.queue_schedule(now, queue);
                 true
             }

@@ -9,8 +9,8 @@ use crate::job::{FailReason, Job, Pod, PodState, Role, TruthEnv};
 use crate::metrics::TimelineRow;
 use crate::perf::{self, PsCond, WorkerCond};
 use crate::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, PodEventKind, Policy, ProfileSample,
-    Sharding,
+    Action, ClusterView, EndedJob, JobConfig, JobPhase, JobView, Jobs, PodEventKind, Policy,
+    ProfileSample, Sharding,
 };
 use crate::scenario::Scenario;
 use crate::shards::ShardLedger;
@@ -94,6 +94,14 @@ pub struct World {
     drained: bool,
     /// Pending pods, in scheduling order: higher priority first, then submission order.
     pending: BTreeSet<(Reverse<i32>, usize, usize)>,
+    /// Requests of the pods in `pending`, summed.
+    pending_total: crate::Resources,
+    /// Pods in `pending` per distinct request: a scheduling pass stops as soon as no
+    /// pending shape could fit (see `schedule`).
+    pending_shapes: HashMap<crate::Resources, u32>,
+    /// Jobs ended since the policy's last tick (kept only for policies with ticks).
+    ended: Vec<EndedJob>,
+    ticks: bool,
     schedule_queued: bool,
     active: BTreeSet<usize>,
     /// Trace job id -> index. Only looked up, never iterated, so its order cannot leak.
@@ -163,6 +171,7 @@ impl World {
         policy.see_truth(&f.truth);
         let cloud = cloud::CloudState::new(&streams, &f.faults, scenario.nodes.len(), queue);
         let observe_pods = policy.observes_pods() || scenario.trace_observations;
+        let ticks = policy.tick_interval().is_some();
         World {
             cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
             unfinished: jobs.len(),
@@ -181,6 +190,10 @@ impl World {
             horizon: f.horizon_s.map(SimTime::from_secs),
             drained: false,
             pending: BTreeSet::new(),
+            pending_total: crate::Resources::ZERO,
+            pending_shapes: HashMap::new(),
+            ended: Vec::new(),
+            ticks,
             schedule_queued: false,
             active: BTreeSet::new(),
             job_index: scenario
@@ -241,12 +254,18 @@ impl World {
             now,
             capacity: self.cluster.capacity(),
             allocated: self.cluster.allocated(),
+            free: self.cluster.free(),
+            pending: self.pending_total,
+            node_max: self.cluster.node_max(),
             nodes: self.cluster.nodes(),
-            jobs: self
-                .active
-                .iter()
-                .map(|&j| job_view(&self.jobs[j], &self.pods, with_pods))
-                .collect(),
+            jobs: Jobs {
+                jobs: &self.jobs,
+                pods: &self.pods,
+                active: &self.active,
+                index: &self.job_index,
+                with_pods,
+            },
+            ended: &self.ended,
         };
         let actions = match arrival {
             Some(j) => self.policy.on_submit(
@@ -255,6 +274,9 @@ impl World {
             ),
             None => self.policy.on_tick(&view),
         };
+        if arrival.is_none() {
+            self.ended.clear();
+        }
         self.apply(now, actions, queue);
     }
 
@@ -363,16 +385,72 @@ impl World {
                     };
                     placed.push((prio, j, p));
                 }
-                None => failed.push(req),
+                None => {
+                    // Kept minimal (no request in it holds another), so the check above
+                    // costs the number of incomparable failed shapes, not of failures:
+                    // a long queue of one shape costs one comparison per pod.
+                    failed.retain(|f| !req.fits_in(f));
+                    failed.push(req);
+                    // Nothing left in the queue could fit: the rest of the pass would
+                    // only skip pods. (Bounded: with many distinct shapes, scan on.)
+                    if self.pending_shapes.len() <= 64
+                        && self
+                            .pending_shapes
+                            .keys()
+                            .all(|s| failed.iter().any(|f| f.fits_in(s)))
+                    {
+                        break;
+                    }
+                }
             }
         }
         if let Some((t, first, count)) = batch {
             queue.push(t, Event::PodsReady { first, count });
         }
         for key in placed {
-            self.pending.remove(&key);
-            self.jobs[key.1].pending_pods -= 1;
+            self.unqueue_pod(key);
         }
+    }
+
+    /// Puts pod `p` of job `j` in the scheduling queue.
+    pub(super) fn queue_pod(&mut self, j: usize, p: usize) {
+        let req = self.pods[p].request;
+        let job = &mut self.jobs[j];
+        job.pending_pods += 1;
+        self.pending.insert((Reverse(job.spec.priority), j, p));
+        self.pending_total += req;
+        *self.pending_shapes.entry(req).or_default() += 1;
+    }
+
+    /// Takes a pod out of the scheduling queue (placed, or gone).
+    fn unqueue_pod(&mut self, key: (Reverse<i32>, usize, usize)) {
+        let req = self.pods[key.2].request;
+        self.pending.remove(&key);
+        self.pending_total -= req;
+        self.forget_shape(req);
+        self.jobs[key.1].pending_pods -= 1;
+    }
+
+    /// Changes a pending pod's request in place (it keeps its queue position).
+    pub(super) fn rerequest_pending(&mut self, p: usize, request: crate::Resources) {
+        let old = self.pods[p].request;
+        self.forget_shape(old);
+        self.pending_total = self.pending_total - old + request;
+        *self.pending_shapes.entry(request).or_default() += 1;
+        self.pods[p].request = request;
+    }
+
+    fn forget_shape(&mut self, req: crate::Resources) {
+        let n = self.pending_shapes.get_mut(&req).expect("queued shape");
+        *n -= 1;
+        if *n == 0 {
+            self.pending_shapes.remove(&req);
+        }
+    }
+
+    /// Removes pending pod `p` of job `j` from the queue.
+    pub(super) fn drop_pending_pod(&mut self, j: usize, p: usize) {
+        self.unqueue_pod((Reverse(self.jobs[j].spec.priority), j, p));
     }
 
     /// A batch of one job's pods is up. Each pod is handled in order as if it had its own
@@ -564,12 +642,11 @@ impl World {
                     self.on_node[node].remove(&p);
                 }
                 PodState::Pending => {
-                    self.pending
-                        .remove(&(Reverse(self.jobs[j].spec.priority), j, p));
+                    self.drop_pending_pod(j, p);
                 }
                 PodState::Finished => {}
             }
-            pod.state = PodState::Finished;
+            self.pods[p].state = PodState::Finished;
         }
         let job = &mut self.jobs[j];
         job.phase = phase;
@@ -596,6 +673,15 @@ impl World {
                 }
                 job.samples_done = ledger.done_samples();
             }
+        }
+        if self.ticks {
+            let job = &self.jobs[j];
+            self.ended.push(EndedJob {
+                id: job.request.id,
+                phase,
+                config: job.config,
+                steps_done: job.steps_done(),
+            });
         }
         self.active.remove(&j);
         self.unfinished -= 1;
@@ -667,7 +753,7 @@ impl World {
     }
 }
 
-fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
+pub(crate) fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
     JobView {
         request: &job.request,
         phase: job.phase,

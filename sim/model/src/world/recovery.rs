@@ -20,7 +20,6 @@ use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
 use rand::Rng;
-use std::cmp::Reverse;
 
 /// The queue length below which dead pod-failure timers are left alone (a few hundred KB).
 pub(super) const TIMER_COMPACTION_MIN: usize = 16_384;
@@ -85,10 +84,8 @@ impl World {
             ewma_rate: 0.0,
             samples_trained: 0.0,
         });
-        let job = &mut self.jobs[j];
-        job.pods.push(p);
-        job.pending_pods += 1;
-        self.pending.insert((Reverse(job.spec.priority), j, p));
+        self.jobs[j].pods.push(p);
+        self.queue_pod(j, p);
         self.pod_event(now, p, PodEventKind::Pending);
         p
     }
@@ -123,9 +120,7 @@ impl World {
         match self.pods[p].state {
             PodState::Finished => return,
             PodState::Pending => {
-                self.pending
-                    .remove(&(Reverse(self.jobs[j].spec.priority), j, p));
-                self.jobs[j].pending_pods -= 1;
+                self.drop_pending_pod(j, p);
             }
             PodState::Starting | PodState::Running => {
                 let pod = &self.pods[p];

@@ -10,6 +10,7 @@
 
 use dlsim_model::policy::{JobConfig, JobView};
 use dlsim_traces::ModelKind;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 /// The top-k of Alg. 1.
@@ -28,16 +29,25 @@ pub struct DbEntry {
     pub config: JobConfig,
 }
 
+/// The DB, with each entry's user interned so that a lookup compares integers: a lookup
+/// scans every entry (at most [`DB_LIMIT`]), once per submitted job.
 #[derive(Clone, Debug, Default)]
 pub struct ConfigDb {
-    entries: std::collections::VecDeque<DbEntry>,
+    entries: VecDeque<DbEntry>,
+    /// `user_ids[i]` is `entries[i].user`, interned.
+    user_ids: VecDeque<u32>,
+    users: HashMap<String, u32>,
 }
 
 impl ConfigDb {
     pub fn push(&mut self, e: DbEntry) {
         if self.entries.len() >= DB_LIMIT {
             self.entries.pop_front();
+            self.user_ids.pop_front();
         }
+        let next = self.users.len() as u32;
+        self.user_ids
+            .push_back(*self.users.entry(e.user.clone()).or_insert(next));
         self.entries.push_back(e);
     }
 
@@ -144,32 +154,27 @@ impl ConfigDb {
     pub fn warm_config(&self, job: &JobView<'_>, mu: f64) -> Option<JobConfig> {
         let r = job.request;
         let samples = r.steps as f64 * f64::from(r.batch_size);
-        let closeness = |a: f64, b: f64| (-(a.max(1e-9) / b.max(1e-9)).ln().abs()).exp();
-        let mut scored: Vec<(f64, usize)> = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.model == r.model && (e.config.ps == 0) == (r.requested.ps == 0))
-            .map(|(i, e)| {
-                let s = f64::from(u8::from(e.user == r.user))
-                    + closeness(e.samples, samples)
-                    + closeness(e.dense_mb, r.dense_mb)
-                    + closeness(f64::from(e.emb_dim), f64::from(r.emb_dim));
-                (s, i)
-            })
-            .collect();
-        if scored.is_empty() {
+        // exp(-|ln(a / b)|), the paper's closeness, is min(a, b) / max(a, b).
+        let closeness = |a: f64, b: f64| {
+            let (a, b) = (a.max(1e-9), b.max(1e-9));
+            a.min(b) / a.max(b)
+        };
+        let user = self.users.get(&r.user).copied();
+        let scored = self.entries.iter().enumerate().filter_map(|(i, e)| {
+            if e.model != r.model || (e.config.ps == 0) != (r.requested.ps == 0) {
+                return None;
+            }
+            let s = f64::from(u8::from(Some(self.user_ids[i]) == user))
+                + closeness(e.samples, samples)
+                + closeness(e.dense_mb, r.dense_mb)
+                + closeness(f64::from(e.emb_dim), f64::from(r.emb_dim));
+            Some((s, i))
+        });
+        let top = top_k(scored, TOP_K);
+        if top.is_empty() {
             return None;
         }
-        // Most similar last (A_{k-1}), ties by recency.
-        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let top: Vec<&JobConfig> = scored
-            .iter()
-            .rev()
-            .take(TOP_K)
-            .rev()
-            .map(|&(_, i)| &self.entries[i].config)
-            .collect();
+        let top: Vec<&JobConfig> = top.iter().map(|&(_, i)| &self.entries[i].config).collect();
         let v = |c: &JobConfig| {
             [
                 f64::from(c.workers),
@@ -207,11 +212,52 @@ impl ConfigDb {
     }
 }
 
+/// The `k` largest `(score, index)` pairs, ascending (most similar last, ties to the
+/// larger index, the more recent entry): what sorting them all and keeping the last `k`
+/// gives, in one pass.
+fn top_k(scored: impl Iterator<Item = (f64, usize)>, k: usize) -> Vec<(f64, usize)> {
+    let better =
+        |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).is_gt();
+    let mut top: Vec<(f64, usize)> = Vec::with_capacity(k + 1);
+    for key in scored {
+        if top.len() == k && !better(&key, &top[0]) {
+            continue;
+        }
+        let at = top.partition_point(|t| better(&key, t));
+        top.insert(at, key);
+        if top.len() > k {
+            top.remove(0);
+        }
+    }
+    top
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const HEADER: &str = "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim";
+
+    #[test]
+    fn top_k_is_the_tail_of_the_full_sort() {
+        // Scores with many ties (a few distinct values), as similar jobs produce.
+        let mut x: u64 = 7;
+        let scores: Vec<(f64, usize)> = (0..500)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (f64::from((x >> 60) as u8) / 4.0, i)
+            })
+            .collect();
+        for k in [1, 5, 17] {
+            let mut sorted = scores.clone();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let tail = sorted[sorted.len() - k..].to_vec();
+            assert_eq!(top_k(scores.iter().copied(), k), tail, "k = {k}");
+        }
+        assert!(top_k(std::iter::empty(), 5).is_empty());
+    }
 
     #[test]
     fn loads_completed_jobs_only() {

@@ -39,6 +39,7 @@ fn cases() -> Vec<(Format, PathBuf, Option<PathBuf>)> {
 fn run(format: Format, input: &Path, nodes: Option<PathBuf>, seed: u64) -> Imported {
     let opts = ImportOptions {
         skip_bad: false,
+        strict: false,
         seed,
         nodes,
     };
@@ -69,6 +70,7 @@ fn import_write_read_gives_identical_jobs() {
     for (format, input, nodes) in cases() {
         let opts = ImportOptions {
             skip_bad: false,
+            strict: false,
             seed: 5,
             nodes,
         };
@@ -322,6 +324,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
         let path = with_bad_line(name, line, text);
         let mut opts = ImportOptions {
             skip_bad: false,
+            strict: false,
             seed: 1,
             nodes,
         };

@@ -7,7 +7,7 @@
 //! - `worker_cpu = cpu_milli / 1000`, `worker_mem_mb = memory_mib` (MiB are taken as the
 //!   simulator's MB, here and in the node list, so fits are preserved exactly);
 //! - `memory_mib = 0` is a pod without a memory request (Kubernetes then bounds it by
-//!   nothing; one Succeeded pod of each timed variant, e.g. `openb-pod-1523` of `default`).
+//!   nothing; one Succeeded pod, 14 cores and a whole GPU, in every variant: `openb-pod-1523` of `default` and `multigpu50`, `-1693` of `cpu050`, `-5685` of `gpushare40`).
 //!   It is repaired, counted under `repaired` as `memory_mib: 0 = no request, raised to the
 //!   memory model's need`: the request is set to what the simulator's memory model needs
 //!   (the raise every importer applies to too-small requests, `synth` module). `--strict`

@@ -7,11 +7,12 @@
 //! - `worker_cpu = cpu_milli / 1000`, `worker_mem_mb = memory_mib` (MiB are taken as the
 //!   simulator's MB, here and in the node list, so fits are preserved exactly);
 //! - `memory_mib = 0` is a pod without a memory request (Kubernetes then bounds it by
-//!   nothing; one Succeeded pod, 14 cores and a whole GPU, in every variant: `openb-pod-1523` of `default` and `multigpu50`, `-1693` of `cpu050`, `-5685` of `gpushare40`).
-//!   It is repaired, counted under `repaired` as `memory_mib: 0 = no request, raised to the
-//!   memory model's need`: the request is set to what the simulator's memory model needs
-//!   (the raise every importer applies to too-small requests, `synth` module). `--strict`
-//!   stops at it instead;
+//!   nothing). Every published variant has one such Succeeded pod of 14 cores and a whole
+//!   GPU (`openb-pod-1523` of `default` and `multigpu50`, `-1693` of `cpu050`, `-5685` of
+//!   `gpushare40`). It is repaired and counted under `repaired` as `memory_mib: 0 = no
+//!   request, raised to the memory model's need`: the request becomes what the simulator's
+//!   memory model needs (the raise every importer applies to too-small requests, `synth`
+//!   module; `worker_mem_mb` marked synthesised). `--strict` stops at it instead;
 //! - `worker_gpu = ceil(num_gpu x gpu_milli / 1000)`: the simulator has whole GPUs only, so a
 //!   shared-GPU pod (e.g. 460 milli-GPU) holds a whole GPU (counted as a note); `gpu_spec`
 //!   (a required GPU model) is ignored, as the simulator does not match GPU models;

@@ -1,6 +1,7 @@
 //! `static`: every job runs with the configuration in its trace record, unchanged for its
 //! whole life (or, for a job whose trace recorded scale events, the counts it recorded
-//! at each time: `dlsim_model::world::recorded`). This is the papers' "w/o DLRover" baseline, a user-configured TFJob.
+//! at each time: `dlsim_model::world::recorded`). This is the papers' "w/o DLRover"
+//! baseline, a user-configured TFJob.
 //! `static[sharding=dynamic]` keeps the configuration but feeds data through DLRover's
 //! dynamic shard queues, which isolates what dynamic sharding alone buys under faults.
 

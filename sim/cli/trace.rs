@@ -42,6 +42,10 @@ pub struct ImportArgs {
     /// Skip malformed rows (each reason counted) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
+    /// Stop at the first odd row instead of repairing it (e.g. openb memory_mib = 0; the
+    /// report lists what is repaired by default).
+    #[arg(long)]
+    pub strict: bool,
     /// Seed of the `import-<format>` stream that fills fields the source lacks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -114,6 +118,7 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let wall = Instant::now();
     if let Some(f) = RateFormat::parse(&a.format) {
         // Rate series for online scenarios (sim/online/src/rates.rs), not job traces.
+        create_parent(&a.out)?;
         let report = dlsim_online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
             .map_err(|e| BadInput(e.to_string()))?;
         print!("{report}");
@@ -134,6 +139,7 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     };
     let opts = ImportOptions {
         skip_bad: a.skip_bad,
+        strict: a.strict,
         seed: a.seed,
         nodes: a.nodes.clone(),
     };
@@ -148,16 +154,33 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let header = dlsim_importers::header(format, &a.input, &opts, &imported.report);
+    for out in std::iter::once(&a.out).chain(&a.cluster_out) {
+        create_parent(out)?;
+    }
     write_trace(&a.out, &header, &imported.jobs)
         .with_context(|| format!("writing {}", a.out.display()))?;
+    if let Some(path) = &a.cluster_out {
+        let written = dlsim_importers::write_node_list(path, &imported.nodes);
+        if let Err(e) = written {
+            // Nothing partial: the trace without its cluster goes too.
+            let _ = std::fs::remove_file(&a.out);
+            return Err(e).with_context(|| format!("writing {}", path.display()));
+        }
+    }
     println!("wrote {} jobs to {}", imported.jobs.len(), a.out.display());
     if let Some(path) = &a.cluster_out {
-        dlsim_importers::write_node_list(path, &imported.nodes)
-            .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {} nodes to {}", imported.nodes.len(), path.display());
     }
     println!("import took {:.2} s", wall.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the folder an output goes to, if missing.
+fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 fn inspect(a: &InspectArgs) -> anyhow::Result<ExitCode> {

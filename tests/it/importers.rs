@@ -1,7 +1,295 @@
-//! Importing public traces from the command line: import a fixture slice, replay it with
-//! `static`, inspect it with plots, and get exit code 2 naming the line on a bad row.
+//! Importing public traces from the command line: every committed slice of a public file
+//! imports with no flags (odd rows repaired and counted), `--strict` stops at an odd row,
+//! outputs go into folders that did not exist, every imported slice replays under every
+//! batch policy with the model's invariants and every job ending, inspect writes plots,
+//! and a malformed row gives exit code 2 naming the line.
 
 use crate::support::*;
+use dlsim_model::job::FailReason;
+use dlsim_model::policy::JobPhase;
+use dlsim_model::world::recorded;
+use dlsim_model::{Resources, Scenario};
+use dlsim_traces::read_trace;
+use std::path::{Path, PathBuf};
+
+/// A committed slice of a public file (`tests/fixtures/importers/PROVENANCE.md`) and what
+/// its import must report.
+struct Slice {
+    name: &'static str,
+    format: &'static str,
+    file: &'static str,
+    /// openb takes its node list (the cluster, not a repair flag).
+    nodes: Option<&'static str>,
+    jobs: u64,
+    /// Repaired rows by reason, as the report counts them.
+    repaired: &'static [(&'static str, u64)],
+}
+
+const MEM0: &str = "memory_mib: 0 = no request, raised to the memory model's need";
+
+const SLICES: &[Slice] = &[
+    Slice {
+        name: "openb-default",
+        format: "openb",
+        file: "openb_pods.csv",
+        nodes: Some("openb_nodes.csv"),
+        jobs: 142,
+        repaired: &[],
+    },
+    Slice {
+        name: "openb-cpu050",
+        format: "openb",
+        file: "openb_cpu050.csv",
+        nodes: Some("openb_nodes.csv"),
+        jobs: 132,
+        repaired: &[(MEM0, 1)],
+    },
+    Slice {
+        name: "openb-gpushare40",
+        format: "openb",
+        file: "openb_gpushare40.csv",
+        nodes: Some("openb_nodes.csv"),
+        jobs: 143,
+        repaired: &[(MEM0, 1)],
+    },
+    Slice {
+        name: "openb-multigpu50",
+        format: "openb",
+        file: "openb_multigpu50.csv",
+        nodes: Some("openb_nodes.csv"),
+        jobs: 183,
+        repaired: &[(MEM0, 1)],
+    },
+    Slice {
+        name: "dlrm2025",
+        format: "dlrm2025",
+        file: "dlrm2025.csv",
+        nodes: None,
+        jobs: 27,
+        repaired: &[],
+    },
+    Slice {
+        name: "philly",
+        format: "philly",
+        file: "philly.csv",
+        nodes: None,
+        jobs: 200,
+        repaired: &[],
+    },
+    Slice {
+        name: "swf",
+        format: "swf",
+        file: "nasa-ipsc-202.swf.gz",
+        nodes: None,
+        jobs: 202,
+        repaired: &[("run_time: 0 s, replayed as 1 step", 2)],
+    },
+];
+
+const BATCH_POLICIES: [&str; 6] = [
+    "static",
+    "dlrover",
+    "dlrover-oss",
+    "optimus",
+    "es",
+    "well-tuned",
+];
+
+fn slice(name: &str) -> &'static Slice {
+    SLICES.iter().find(|s| s.name == name).expect("a slice")
+}
+
+/// `dlsim trace import --format F IN [--nodes N] --out OUT --cluster-out NODES` and
+/// nothing else; returns the trace, the node list and the command's output.
+fn import_slice(s: &Slice, dir: &Path) -> (PathBuf, PathBuf, std::process::Output) {
+    let trace = dir.join("out").join(format!("{}.jsonl", s.name));
+    let nodes = dir.join("cluster").join(format!("{}-nodes.csv", s.name));
+    let input = fixture(s.file);
+    let mut args = vec!["trace", "import", "--format", s.format, &input];
+    let node_list = s.nodes.map(fixture);
+    if let Some(n) = &node_list {
+        args.extend(["--nodes", n.as_str()]);
+    }
+    args.extend(["--out", path_str(&trace), "--cluster-out", path_str(&nodes)]);
+    let o = dlsim(&args);
+    (trace, nodes, o)
+}
+
+#[test]
+fn every_slice_imports_without_flags_into_missing_folders_with_repairs_counted() {
+    for s in SLICES {
+        let dir = scratch(&format!("import-noflags-{}", s.name));
+        let (trace, nodes, o) = import_slice(s, &dir);
+        assert!(o.status.success(), "{}: {}", s.name, stderr(&o));
+        assert!(
+            nodes.exists(),
+            "{}: the cluster's folder was created",
+            s.name
+        );
+        let t = read_trace(&trace).unwrap();
+        let report = &t.header.source["report"];
+        assert_eq!(report["jobs"], s.jobs, "{}", s.name);
+        assert_eq!(t.jobs.len() as u64, s.jobs);
+        let repaired = report["repaired"].as_object().unwrap();
+        assert_eq!(repaired.len(), s.repaired.len(), "{}: {repaired:?}", s.name);
+        for (why, n) in s.repaired {
+            assert_eq!(repaired[*why], *n, "{}: {why}", s.name);
+            let line = format!("{n:>8}  {why}");
+            assert!(stdout(&o).contains(&line), "{}: {}", s.name, stdout(&o));
+        }
+    }
+}
+
+#[test]
+fn strict_stops_at_the_first_odd_row_with_exit_2_and_writes_nothing() {
+    for (s, line, field) in [
+        (slice("openb-cpu050"), 36, "memory_mib"),
+        (slice("swf"), 233, "run_time"),
+    ] {
+        let dir = scratch(&format!("import-strict-{}", s.name));
+        let out = dir.join("new").join("t.jsonl");
+        let nodes = dir.join("new").join("n.csv");
+        let input = fixture(s.file);
+        let mut args = vec!["trace", "import", "--format", s.format, &input, "--strict"];
+        let node_list = s.nodes.map(fixture);
+        if let Some(n) = &node_list {
+            args.extend(["--nodes", n.as_str()]);
+        }
+        args.extend(["--out", path_str(&out), "--cluster-out", path_str(&nodes)]);
+        let o = dlsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{}: {}", s.name, stderr(&o));
+        let err = stderr(&o);
+        let at = format!("{}:{line}: field `{field}`", s.file);
+        assert!(err.contains(&at) && err.contains("--strict"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(!dir.join("new").exists(), "nothing written: {}", s.name);
+    }
+}
+
+/// Imports a slice, then replays it in-process under every batch policy and checks the
+/// model's invariants, that every job ends (completed, or failed for a reason other than
+/// the horizon), and that `static` follows the recorded scale events.
+fn replays_under_every_batch_policy(name: &str) {
+    let s = slice(name);
+    let dir = scratch(&format!("import-replay-{name}"));
+    let (trace, nodes, o) = import_slice(s, &dir);
+    assert!(o.status.success(), "{name}: {}", stderr(&o));
+    let t = read_trace(&trace).unwrap();
+    // The failure rate the importer derived from the trace, where it derives one.
+    let faults = match t.header.source["report"]["derived"].get("pod_failure_per_day") {
+        Some(p) => format!(r#","faults":{{"pod_failure_per_day":{p}}}"#),
+        None => String::new(),
+    };
+    let scenario = dir.join("scenario.json");
+    let text = format!(
+        r#"{{"name":"{name}","trace":"{}","cluster":{{"node_list":"{}"}},"policy":"static"{faults}}}"#,
+        path_str(&trace),
+        path_str(&nodes),
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let scenario = Scenario::load(&scenario).unwrap();
+    for policy in BATCH_POLICIES {
+        let ctx = format!("{name} under {policy}");
+        let out = dlsim_model::run(&scenario, dlsim_policies::build(policy).unwrap());
+        let w = &out.world;
+        w.cluster.check_invariants();
+        assert_eq!(w.cluster.allocated(), Resources::ZERO, "{ctx}");
+        let sum = &out.summary;
+        assert_eq!(sum.jobs_submitted as u64, s.jobs, "{ctx}");
+        assert_eq!(
+            sum.jobs_completed + sum.jobs_failed,
+            sum.jobs_submitted,
+            "{ctx}"
+        );
+        for job in &w.jobs {
+            match job.phase {
+                JobPhase::Completed => assert_eq!(job.steps_done(), job.spec.steps, "{ctx}"),
+                JobPhase::Failed => {
+                    let why = job.fail_reason.expect("a failed job has a reason");
+                    assert_ne!(why, FailReason::Unfinished, "every job ends; {ctx}");
+                }
+                other => panic!("job {} left {other:?}; {ctx}", job.spec.id),
+            }
+            if let Some(ledger) = &job.ledger {
+                ledger
+                    .check_consistent()
+                    .unwrap_or_else(|e| panic!("{e}; {ctx}"));
+                if job.phase == JobPhase::Completed {
+                    ledger
+                        .check_exactly_once()
+                        .unwrap_or_else(|e| panic!("{e}; {ctx}"));
+                }
+            }
+            let u = &job.usage;
+            assert!(
+                u.cpu_used_core_s <= u.cpu_alloc_core_s * (1.0 + 1e-9),
+                "{ctx}"
+            );
+            if policy == "static" {
+                check_follows_recorded_scale(job, &ctx);
+            }
+        }
+        for row in &w.timeline {
+            assert!(
+                row.cpu_alloc <= w.cluster.capacity().cpu_cores() + 1e-9,
+                "{ctx}"
+            );
+        }
+    }
+}
+
+/// Under `static`, a job with recorded scale events ends with the counts recorded last
+/// before its end (clamped as the world clamps them); a job without keeps its request.
+fn check_follows_recorded_scale(job: &dlsim_model::job::Job, ctx: &str) {
+    let scale = job.spec.observed.as_ref().map_or(&[][..], |o| &o.scale[..]);
+    let end = job.end.expect("an ended job has an end");
+    let want = match recorded::last_due(scale, end) {
+        Some(k) if job.phase == JobPhase::Completed => recorded::counts(&job.spec, &scale[k]),
+        _ if scale.is_empty() => (job.spec.ps, job.spec.workers),
+        _ => return, // A failed job's pods were torn down mid-change.
+    };
+    assert_eq!(
+        (job.config.ps, job.config.workers),
+        want,
+        "job {}: counts at its end; {ctx}",
+        job.spec.id
+    );
+}
+
+#[test]
+fn imported_openb_default_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("openb-default");
+}
+
+#[test]
+fn imported_openb_cpu050_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("openb-cpu050");
+}
+
+#[test]
+fn imported_openb_gpushare40_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("openb-gpushare40");
+}
+
+#[test]
+fn imported_openb_multigpu50_without_times_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("openb-multigpu50");
+}
+
+#[test]
+fn imported_dlrm2025_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("dlrm2025");
+}
+
+#[test]
+fn imported_philly_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("philly");
+}
+
+#[test]
+fn imported_swf_replays_under_every_batch_policy() {
+    replays_under_every_batch_policy("swf");
+}
 
 fn fixture(name: &str) -> String {
     format!("tests/fixtures/importers/{name}")
@@ -71,7 +359,7 @@ fn inspect_prints_statistics_and_writes_plots() {
         "import",
         "--format",
         "swf",
-        &fixture("nasa-ipsc-200.swf.gz"),
+        &fixture("nasa-ipsc-202.swf.gz"),
         "--out",
         path_str(&trace),
     ]);
@@ -87,7 +375,7 @@ fn inspect_prints_statistics_and_writes_plots() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     for needle in [
-        "200 jobs",
+        "202 jobs",
         "real duration (s)",
         "arrivals by hour",
         "outcome mix",

@@ -158,6 +158,28 @@ pub fn reject(
     }
 }
 
+/// Decides what an odd but repairable row does: by default it is repaired (the caller
+/// applies the repair) and counted under `field: what`; with `--strict` it is an error
+/// naming the field, so the import stops at the first such row.
+pub fn repair(
+    strict: bool,
+    report: &mut ImportReport,
+    field: &str,
+    what: &str,
+    why: impl Into<String>,
+) -> Result<(), RowError> {
+    if strict {
+        let why = why.into();
+        return Err(RowError::new(
+            field,
+            what,
+            format!("{why} (repaired by default: {what}; --strict stops here)"),
+        ));
+    }
+    report.repair(&format!("{field}: {what}"));
+    Ok(())
+}
+
 /// The fields of one delimited row, named by a schema for error messages.
 pub struct Row<'a> {
     cols: Vec<&'a str>,

@@ -10,8 +10,11 @@
 //! record per job, never the file; the output must be sorted by submission, so the jobs
 //! themselves are held until written. A malformed row stops the import with an error
 //! naming file, line and field, unless `skip_bad` is set, in which case it is skipped and
-//! counted under its reason in the [`ImportReport`]. Rows left out by a mapping rule (e.g.
-//! never-scheduled pods) are counted separately. Fields the source lacks are filled by the
+//! counted under its reason in the [`ImportReport`]. A row that is well formed but odd in a
+//! way with one sensible reading (openb `memory_mib = 0`: no memory request; SWF run time 0)
+//! is repaired and counted under `repaired` by reason; `strict` makes it a bad row instead
+//! (an error naming file, line and field, or skipped and counted with `skip_bad`). Rows
+//! left out by a mapping rule (e.g. never-scheduled pods) are counted separately. Fields the source lacks are filled by the
 //! seeded rules in [`synth`] and named in each job's `synthesized`; what the source did
 //! record about the real run (outcome, duration, wait, scale events) goes to `observed`.
 //!
@@ -77,6 +80,9 @@ impl Format {
 pub struct ImportOptions {
     /// Skip malformed rows (counting each reason) instead of stopping at the first.
     pub skip_bad: bool,
+    /// Stop at the first odd but repairable row (a bad row naming file, line and field)
+    /// instead of repairing it and counting the repair.
+    pub strict: bool,
     /// Seed of the `import-<format>` stream used to synthesise missing fields.
     pub seed: u64,
     /// The source's own node list (openb node list, PAI machine spec).
@@ -174,6 +180,7 @@ pub fn header(
         "input": name(input),
         "nodes": opts.nodes.as_deref().and_then(name),
         "seed": opts.seed,
+        "strict": opts.strict,
         "mapping": format!("sim/importers/src/{}.rs", format.as_str()),
         "report": report,
     }))

@@ -6,6 +6,13 @@
 //!
 //! - `worker_cpu = cpu_milli / 1000`, `worker_mem_mb = memory_mib` (MiB are taken as the
 //!   simulator's MB, here and in the node list, so fits are preserved exactly);
+//! - `memory_mib = 0` is a pod without a memory request (Kubernetes then bounds it by
+//!   nothing). Every published variant has one such Succeeded pod of 14 cores and a whole
+//!   GPU (`openb-pod-1523` of `default` and `multigpu50`, `-1693` of `cpu050`, `-5685` of
+//!   `gpushare40`). It is repaired and counted under `repaired` as `memory_mib: 0 = no
+//!   request, raised to the memory model's need`: the request becomes what the simulator's
+//!   memory model needs (the raise every importer applies to too-small requests, `synth`
+//!   module; `worker_mem_mb` marked synthesised). `--strict` stops at it instead;
 //! - `worker_gpu = ceil(num_gpu x gpu_milli / 1000)`: the simulator has whole GPUs only, so a
 //!   shared-GPU pod (e.g. 460 milli-GPU) holds a whole GPU (counted as a note); `gpu_spec`
 //!   (a required GPU model) is ignored, as the simulator does not match GPU models;
@@ -23,10 +30,20 @@
 //! `gpu_model = model` (empty for CPU nodes). Without `--nodes` the cluster is sized by the
 //! peak-demand rule (`cluster` module) with PAI-like node shapes.
 //!
-//! The `multigpu50` variant has no time columns and cannot be imported as a trace.
+//! Pod lists without time columns (header `name,cpu_milli,memory_mib,num_gpu,gpu_milli`, the
+//! `multigpu50` variant) are what Alibaba's FGD simulator (the openb trace's companion)
+//! schedules as one batch: every pod arrives at t = 0 (`submit_s` marked synthesised), none
+//! is left out (no phase), priority 0 (no `qos`), outcome `unknown`, and with no run time
+//! `steps` are drawn by the seeded rule in `synth` (the generator's step distribution). A
+//! replay of such a list is therefore a batch experiment (everything queued at once, JCT
+//! is mostly queueing plus a synthetic run time), not a replay of recorded arrivals and
+//! durations; the FGD simulator itself measures only where pods fit, not when they end.
+//!
+//! A pod with `deletion_time = scheduled_time` (run time 0) is repaired to one step
+//! (counted; none in the published variants); `--strict` stops at it.
 
 use crate::cluster::{describe, NodeRow};
-use crate::input::{Lines, Row, RowError};
+use crate::input::{repair, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -47,6 +64,9 @@ const POD_COLS: &[&str] = &[
     "scheduled_time",
 ];
 
+/// The leading columns, which are all a pod list without times has.
+const UNTIMED_COLS: &[&str] = &["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"];
+
 const NODE_COLS: &[&str] = &["sn", "cpu_milli", "memory_mib", "gpu", "model"];
 
 pub(crate) fn read(
@@ -62,20 +82,62 @@ pub(crate) fn read(
         }
         None => None,
     };
-    lines.header(POD_COLS, "an openb pod list")?;
+    let timed = pod_list_header(&mut lines)?;
     let mut drafts = Vec::new();
     lines.each_row(opts.skip_bad, report, |line_no, text, report| {
-        drafts.extend(pod(text, line_no, report)?);
+        drafts.extend(pod(text, line_no, timed, opts.strict, report)?);
         Ok(())
     })?;
     Ok(Parsed { drafts, nodes })
 }
 
+/// Reads line 1: `true` for the full header with times, `false` for the five leading
+/// columns alone (no times); anything else is an error naming both.
+fn pod_list_header(lines: &mut Lines) -> Result<bool, InputError> {
+    let path = lines.path().to_path_buf();
+    let Some((_, text)) = lines.next_line()? else {
+        let e = InputError::new(&path, "empty file: expected an openb pod list");
+        return Err(e.at_line(1));
+    };
+    let got: Vec<&str> = text.split(',').map(str::trim).collect();
+    if got == UNTIMED_COLS {
+        return Ok(false);
+    }
+    if got == POD_COLS {
+        return Ok(true);
+    }
+    let msg = format!(
+        "expected the header `{}` (or, without times, `{}`), got `{text}`",
+        POD_COLS.join(","),
+        UNTIMED_COLS.join(",")
+    );
+    Err(InputError::new(&path, msg).at_line(1))
+}
+
 /// One pod row; `None` when a mapping rule leaves it out.
-fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draft>, RowError> {
-    let r = Row::csv(text, POD_COLS)?;
+fn pod(
+    text: &str,
+    line: usize,
+    timed: bool,
+    strict: bool,
+    report: &mut ImportReport,
+) -> Result<Option<Draft>, RowError> {
+    let r = Row::csv(text, if timed { POD_COLS } else { UNTIMED_COLS })?;
     let cpu = r.positive(1)? / 1000.0;
-    let mem_mb = r.positive(2)?.ceil() as u64;
+    let mut mem_mb = r.non_negative(2)?.ceil() as u64;
+    let mut synthesized = Vec::new();
+    if mem_mb == 0 {
+        repair(
+            strict,
+            report,
+            "memory_mib",
+            "0 = no request, raised to the memory model's need",
+            "memory_mib is 0 (a pod without a memory request)",
+        )?;
+        // The synthesis step raises any request below the memory model's need.
+        mem_mb = 1;
+        synthesized.push("worker_mem_mb");
+    }
     let num_gpu = r.non_negative(3)?;
     let gpu_milli = r.opt_f64(4)?.unwrap_or(0.0);
     if !(0.0..=1000.0).contains(&gpu_milli) {
@@ -94,6 +156,34 @@ fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
     };
     if gpu_exact > 0.0 && f64::from(gpus) > gpu_exact {
         report.note("GPU share rounded up to whole GPUs");
+    }
+    let shape = Shape {
+        workers: 1,
+        ps: 0,
+        worker_cpu: cpu,
+        worker_mem_mb: mem_mb,
+        worker_gpu: gpus,
+        ps_cpu: 0.0,
+        ps_mem_mb: 0,
+    };
+    if !timed {
+        synthesized.push("submit_s");
+        return Ok(Some(Draft {
+            submit_s: 0,
+            user: String::new(),
+            priority: 0,
+            shape,
+            duration_s: None,
+            observed: Observed {
+                name: r.str(0).to_string(),
+                outcome: Outcome::Unknown,
+                duration_s: None,
+                wait_s: None,
+                scale: Vec::new(),
+            },
+            synthesized,
+            line,
+        }));
     }
     if !r.str(5).is_empty() {
         report.note("gpu_spec ignored (no GPU-model matching)");
@@ -144,20 +234,21 @@ fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
         ));
     }
     let duration_s = secs(deleted - scheduled);
+    if duration_s == 0 {
+        repair(
+            strict,
+            report,
+            "deletion_time",
+            "run time 0, replayed as 1 step",
+            "deletion_time equals scheduled_time (a run time of 0 s)",
+        )?;
+    }
     Ok(Some(Draft {
         submit_s: secs(created),
         user: String::new(),
         priority,
-        shape: Shape {
-            workers: 1,
-            ps: 0,
-            worker_cpu: cpu,
-            worker_mem_mb: mem_mb,
-            worker_gpu: gpus,
-            ps_cpu: 0.0,
-            ps_mem_mb: 0,
-        },
-        duration_s,
+        shape,
+        duration_s: Some(duration_s),
         observed: Observed {
             name: r.str(0).to_string(),
             outcome,
@@ -165,7 +256,7 @@ fn pod(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
             wait_s: Some(secs(scheduled - created)),
             scale: Vec::new(),
         },
-        synthesized: Vec::new(),
+        synthesized,
         line,
     }))
 }

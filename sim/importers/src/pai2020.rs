@@ -265,7 +265,7 @@ fn finish(job: Job, t0: f64, latest: f64, report: &mut ImportReport) -> Result<D
             ps_cpu,
             ps_mem_mb,
         },
-        duration_s,
+        duration_s: Some(duration_s),
         observed: Observed {
             name: job.name,
             outcome,

@@ -6,7 +6,8 @@
 //! - `submit_s` = `timestamp` (`YYYY-MM-DD HH:MM:SS`, UTC assumed) minus the earliest
 //!   timestamp in the file; rows are not sorted in the source, the output is;
 //! - real run time = `duration` (seconds); `gpu_time` is not used; outcome `unknown` (the
-//!   extract has no status);
+//!   extract has no status); a run time of 0 is repaired to one step (counted; none in the
+//!   published file), `--strict` stops at it;
 //! - a job of up to 8 GPUs is one worker with all its GPUs; a larger one is split over
 //!   `ceil(num_gpus / 8)` workers of `ceil(num_gpus / workers)` GPUs each (Philly's servers
 //!   have up to 8 GPUs), which rounds up the total when it does not divide evenly (counted
@@ -18,7 +19,7 @@
 //! The cluster is sized by the peak-demand rule (`cluster` module) with those 8-GPU nodes.
 
 use crate::cluster::NodeShape;
-use crate::input::{reject_nodes, Lines, Row, RowError};
+use crate::input::{reject_nodes, repair, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{secs, ImportOptions, Parsed};
@@ -59,7 +60,7 @@ pub(crate) fn read(
     lines.header(COLS, "the Philly CSV")?;
     let mut drafts = Vec::new();
     lines.each_row(opts.skip_bad, report, |line_no, text, report| {
-        drafts.push(job(text, line_no, report)?);
+        drafts.push(job(text, line_no, opts.strict, report)?);
         Ok(())
     })?;
     let t0 = drafts.iter().map(|d| d.submit_s).min().unwrap_or(0);
@@ -72,7 +73,12 @@ pub(crate) fn read(
     })
 }
 
-fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Draft, RowError> {
+fn job(
+    text: &str,
+    line: usize,
+    strict: bool,
+    report: &mut ImportReport,
+) -> Result<Draft, RowError> {
     let r = Row::csv(text, COLS)?;
     let submit = parse_timestamp(r.str(0)).ok_or_else(|| {
         RowError::new(
@@ -82,6 +88,15 @@ fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Draft, RowE
         )
     })?;
     let duration_s = secs(r.non_negative(1)?);
+    if duration_s == 0 {
+        repair(
+            strict,
+            report,
+            "duration",
+            "0 s, replayed as 1 step",
+            "a run time of 0 s",
+        )?;
+    }
     let gpus_f = r.positive(2)?;
     if gpus_f.fract() != 0.0 || gpus_f > 100_000.0 {
         return Err(RowError::new(
@@ -118,7 +133,7 @@ fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Draft, RowE
             ps_cpu: 0.0,
             ps_mem_mb: 0,
         },
-        duration_s,
+        duration_s: Some(duration_s),
         observed: Observed {
             name: format!("line {line}"),
             outcome: Outcome::Unknown,
@@ -182,9 +197,9 @@ mod tests {
     #[test]
     fn large_jobs_split_over_eight_gpu_workers() {
         let mut r = ImportReport::new("philly");
-        let d = job("2017-10-09 07:01:55,66.0,12,792.0,11cb48", 2, &mut r).unwrap();
+        let d = job("2017-10-09 07:01:55,66.0,12,792.0,11cb48", 2, false, &mut r).unwrap();
         assert_eq!((d.shape.workers, d.shape.worker_gpu), (2, 6));
-        let d = job("2017-10-09 07:01:55,66.0,9,792.0,11cb48", 2, &mut r).unwrap();
+        let d = job("2017-10-09 07:01:55,66.0,9,792.0,11cb48", 2, false, &mut r).unwrap();
         assert_eq!((d.shape.workers, d.shape.worker_gpu), (2, 5));
         assert_eq!(r.notes.values().sum::<u64>(), 1);
         assert_eq!(d.user, "vc-11cb48");

@@ -1,5 +1,5 @@
-//! The import report: rows read, rows skipped by reason, notes on mapping rules applied,
-//! and what was produced. Printed by `dlsim trace import` and stored in the trace header.
+//! The import report: rows read, rows skipped by reason, odd rows repaired by reason, notes
+//! on mapping rules applied, values derived from the trace itself, and what was produced. Printed by `dlsim trace import` and stored in the trace header.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -15,8 +15,16 @@ pub struct ImportReport {
     pub skipped_bad: BTreeMap<String, u64>,
     /// Well-formed rows left out by a documented mapping rule, by rule.
     pub skipped_by_rule: BTreeMap<String, u64>,
+    /// Rows that were odd but repairable (e.g. openb `memory_mib = 0`, "no memory
+    /// request"), by reason (`field: what was done`). `--strict` stops at the first instead.
+    #[serde(default)]
+    pub repaired: BTreeMap<String, u64>,
     /// How often a mapping rule changed or filled a value (e.g. a GPU share rounded up).
     pub notes: BTreeMap<String, u64>,
+    /// Figures the importer derived from the trace itself for the replay (e.g. dlrm2025's
+    /// pod failure rate per instance-day), by name; the module doc of the format says how.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub derived: BTreeMap<String, f64>,
     pub jobs: u64,
     pub pods: u64,
     /// Jobs with GPU workers.
@@ -37,6 +45,11 @@ impl ImportReport {
         *self.notes.entry(what.to_string()).or_default() += 1;
     }
 
+    /// Counts a repaired row under `reason`.
+    pub fn repair(&mut self, reason: &str) {
+        *self.repaired.entry(reason.to_string()).or_default() += 1;
+    }
+
     pub fn skip_by_rule(&mut self, why: &str) {
         *self.skipped_by_rule.entry(why.to_string()).or_default() += 1;
     }
@@ -53,6 +66,10 @@ impl fmt::Display for ImportReport {
         let sections = [
             ("  skipped (bad rows, --skip-bad)", &self.skipped_bad),
             ("  skipped by mapping rule", &self.skipped_by_rule),
+            (
+                "  repaired (odd rows; --strict stops instead)",
+                &self.repaired,
+            ),
             ("  notes", &self.notes),
         ];
         for (title, map) in sections {
@@ -62,6 +79,12 @@ impl fmt::Display for ImportReport {
             writeln!(f, "{title}: {}", map.values().sum::<u64>())?;
             for (why, n) in map {
                 writeln!(f, "    {n:>8}  {why}")?;
+            }
+        }
+        if !self.derived.is_empty() {
+            writeln!(f, "  derived from the trace:")?;
+            for (name, v) in &self.derived {
+                writeln!(f, "    {name} = {v}")?;
             }
         }
         writeln!(

@@ -9,7 +9,9 @@
 //! Mapping (a rigid parallel job becomes one pod without parameter servers):
 //!
 //! - `submit_s` = submit time; real wait = wait time; real run time = run time (a job whose
-//!   run time is -1 has nothing to reproduce and is left out, counted by rule);
+//!   run time is -1 has nothing to reproduce and is left out, counted by rule; a run time
+//!   of 0, a job that ended within its first second (173 of the NASA iPSC log's 18,239), is
+//!   repaired to one step and counted, or stops the import with `--strict`);
 //! - `worker_cpu` = allocated processors (else requested), one core per processor;
 //! - `worker_mem_mb` = processors x requested memory (else used memory) / 1024; when both are
 //!   -1, 4 GB per processor (synthesised, marked; enough for the simulator's worker memory
@@ -22,7 +24,7 @@
 //! space-shared machine exactly: a job runs when enough processors are free.
 
 use crate::cluster::NodeRow;
-use crate::input::{reject, reject_nodes, Lines, Row, RowError};
+use crate::input::{reject, reject_nodes, repair, Lines, Row, RowError};
 use crate::report::ImportReport;
 use crate::synth::{Draft, Shape};
 use crate::{ImportOptions, Parsed};
@@ -82,7 +84,7 @@ pub(crate) fn read(
             continue;
         }
         report.rows_read += 1;
-        match job(t, line_no, report) {
+        match job(t, line_no, opts.strict, report) {
             Ok(Some(d)) => drafts.push(d),
             Ok(None) => {}
             Err(e) => reject(&path, line_no, e, opts.skip_bad, report)?,
@@ -119,7 +121,12 @@ pub(crate) fn read(
     })
 }
 
-fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draft>, RowError> {
+fn job(
+    text: &str,
+    line: usize,
+    strict: bool,
+    report: &mut ImportReport,
+) -> Result<Option<Draft>, RowError> {
     let r = Row::whitespace(text, COLS)?;
     // -1 = unknown in every field.
     let known = |i: usize| -> Result<Option<f64>, RowError> {
@@ -175,6 +182,15 @@ fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
     };
     let user = known(11)?.map(|u| format!("u{u}")).unwrap_or_default();
     let duration_s = run.round() as u64;
+    if duration_s == 0 {
+        repair(
+            strict,
+            report,
+            "run_time",
+            "0 s, replayed as 1 step",
+            "a run time of 0 s (a job that ended within its first second)",
+        )?;
+    }
     Ok(Some(Draft {
         submit_s: submit.round() as u64,
         user,
@@ -188,7 +204,7 @@ fn job(text: &str, line: usize, report: &mut ImportReport) -> Result<Option<Draf
             ps_cpu: 0.0,
             ps_mem_mb: 0,
         },
-        duration_s,
+        duration_s: Some(duration_s),
         observed: Observed {
             name: r.str(0).to_string(),
             outcome,
@@ -211,6 +227,7 @@ mod tests {
         let d = job(
             "7 100 -1 50 32 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
             40,
+            false,
             &mut r,
         )
         .unwrap()
@@ -224,6 +241,7 @@ mod tests {
         let none = job(
             "8 100 -1 -1 32 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
             41,
+            false,
             &mut r,
         )
         .unwrap();
@@ -232,6 +250,7 @@ mod tests {
         let e = job(
             "9 100 -1 5 -1 -1 -1 -1 -1 -1 1 4 1 -1 -1 -1 -1 -1",
             42,
+            false,
             &mut r,
         )
         .unwrap_err();

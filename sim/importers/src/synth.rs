@@ -9,6 +9,13 @@
 //! - `dense_mb`: lognormal with mean 18 MB, sigma 0.8, in [0.5, 2000] (DLRover Table 3's
 //!   ~4.5M dense parameters x 4 bytes).
 //!
+//! - for a job whose source gives no run time (openb pod lists without time columns, e.g.
+//!   `multigpu50`), one more draw: `steps` as `dlsim trace gen` draws them (lognormal with
+//!   the generator's mean of 249k steps, DLRover Table 3, sigma 0.9, clamped to
+//!   5k..5M; [`STEPS_SIGMA`], [`STEPS_RANGE`]). The job's run time is then whatever those
+//!   steps take at its request. Jobs with a run time take no extra draw, so their draws are
+//!   the same as before this rule existed.
+//!
 //! Then, without randomness:
 //!
 //! - `steps = ceil(duration_s x throughput(requested config) / batch_size)`, at least 1,
@@ -16,6 +23,12 @@
 //!   (`TruthSettings::default()`: the kind's parameters from the shipped calibration,
 //!   1,250 MB/s, a GPU = 24 cores) without the hidden per-job variation. A static replay of an uncontended job therefore lasts about its real
 //!   duration (plus pod start-up, and +-15% from the hidden per-job variation).
+//! - A job with recorded scale events (`observed.scale`, dlrm2025) runs its recorded counts
+//!   under `static` (`dlsim_model::world::recorded`), so its steps integrate the rate over
+//!   them instead: `sum_k throughput(counts_k) x (t_{k+1} - t_k) / batch_size` from
+//!   submission to the recorded end, with the counts clamped exactly as the world clamps
+//!   them (`recorded::counts`). Its PS memory check and embeddings below use the fewest PS
+//!   it ever runs, since every PS then holds the largest share.
 //! - Memory requests below the simulator's memory model (`perf.rs`: a worker needs
 //!   `3 GB + 2 x dense + activations`, a PS `2 GB + 3 x dense / ps` before embeddings, here
 //!   with 10% headroom) would be OOM-killed at start, which the source shows did not happen:
@@ -33,9 +46,16 @@ use crate::report::ImportReport;
 use dlsim_engine::{RngStreams, SimRng};
 use dlsim_model::perf::{throughput, worker_mem_mb, PerfInputs, PS_BASE_MB};
 use dlsim_model::scenario::TruthSettings;
-use dlsim_traces::generator::{pick, BATCH_SIZE_MIX, EMB_DIM_MIX, MODEL_MIX};
+use dlsim_model::world::recorded;
+use dlsim_traces::generator::{pick, GeneratorConfig, BATCH_SIZE_MIX, EMB_DIM_MIX, MODEL_MIX};
 use dlsim_traces::{JobSpec, Observed};
 use rand::Rng;
+
+/// Spread of the drawn steps of a job without a run time: the generator's (`generator.rs`,
+/// `draw_job`: lognormal sigma 0.9 around its mean `GeneratorConfig::mean_steps`).
+pub const STEPS_SIGMA: f64 = 0.9;
+/// Range of drawn steps, the generator's clamp.
+pub const STEPS_RANGE: (f64, f64) = (5_000.0, 5_000_000.0);
 
 /// Fields every importer synthesises.
 pub const ALWAYS: [&str; 7] = [
@@ -73,8 +93,9 @@ pub struct Draft {
     pub user: String,
     pub priority: i32,
     pub shape: Shape,
-    /// Run time the synthesised steps should reproduce.
-    pub duration_s: u64,
+    /// Run time the synthesised steps should reproduce; `None` when the source has none
+    /// (steps are then drawn, see the module doc).
+    pub duration_s: Option<u64>,
     pub observed: Observed,
     /// Resource fields the importer itself filled by rule (beyond [`ALWAYS`]).
     pub synthesized: Vec<&'static str>,
@@ -130,6 +151,7 @@ impl Synth {
         let dense_mb = ((18f64.ln() - sigma * sigma / 2.0 + sigma * z).exp()).clamp(0.5, 2000.0);
         let dense_mb = (dense_mb * 100.0).round() / 100.0;
         let s = d.shape;
+        let scale = d.observed.scale.clone();
         let mut job = JobSpec {
             id: 0,
             submit_s: d.submit_s,
@@ -152,11 +174,26 @@ impl Synth {
             synthesized: Vec::new(),
             observed: Some(d.observed),
         };
-        let rate = requested_rate(&job, &self.truth);
-        if d.duration_s == 0 {
-            report.note("zero duration: 1 step");
-        }
-        job.steps = ((d.duration_s as f64 * rate / f64::from(batch_size)).ceil() as u64).max(1);
+        let scale = scale.as_slice();
+        job.steps = match d.duration_s {
+            None => {
+                let (u1, u2): (f64, f64) = (rng.gen::<f64>().max(1e-12), rng.gen());
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let mean = GeneratorConfig::default().mean_steps;
+                let mu = mean.ln() - STEPS_SIGMA * STEPS_SIGMA / 2.0;
+                (mu + STEPS_SIGMA * z)
+                    .exp()
+                    .clamp(STEPS_RANGE.0, STEPS_RANGE.1) as u64
+            }
+            Some(duration_s) => {
+                let samples = if scale.is_empty() {
+                    duration_s as f64 * requested_rate(&job, &self.truth)
+                } else {
+                    recorded_samples(&job, scale, d.submit_s + duration_s, &self.truth)
+                };
+                ((samples / f64::from(batch_size)).ceil() as u64).max(1)
+            }
+        };
         let mut extra: Vec<&str> = d.synthesized.clone();
         // Requests below the memory model's need would be OOM-killed at start, which the
         // source shows did not happen: raise them (rounded up to 512 MB) and say so.
@@ -167,13 +204,19 @@ impl Synth {
             extra.push("worker_mem_mb");
         }
         if s.ps > 0 {
-            let ps_base_mb = PS_BASE_MB + 3.0 * dense_mb / f64::from(s.ps);
+            // With recorded scale events every PS holds the largest share at the fewest PS.
+            let fewest_ps = scale
+                .iter()
+                .map(|e| recorded::counts(&job, e).0)
+                .min()
+                .unwrap_or(s.ps);
+            let ps_base_mb = PS_BASE_MB + 3.0 * dense_mb / f64::from(fewest_ps);
             if (job.ps_mem_mb as f64) < ps_base_mb * 1.1 {
                 job.ps_mem_mb = round_up_512(ps_base_mb * 1.1);
                 report.note("PS memory request raised to the memory model's baseline");
                 extra.push("ps_mem_mb");
             }
-            let budget = (job.ps_mem_mb as f64 - ps_base_mb) * f64::from(s.ps);
+            let budget = (job.ps_mem_mb as f64 - ps_base_mb) * f64::from(fewest_ps);
             let emb_final = 0.5 * budget.max(0.0);
             let msamples = job.total_samples() / 1e6;
             job.emb_mb_initial = (0.1 * emb_final * 100.0).round() / 100.0;
@@ -189,6 +232,27 @@ impl Synth {
     }
 }
 
+/// Samples a job trains at the clamped recorded counts from its first event to `end_s`
+/// (uncontended, at the default truth).
+fn recorded_samples(
+    job: &JobSpec,
+    scale: &[dlsim_traces::ScaleEvent],
+    end_s: u64,
+    truth: &TruthSettings,
+) -> f64 {
+    let mut at = job.clone();
+    let mut samples = 0.0;
+    for (k, e) in scale.iter().enumerate() {
+        let until = scale.get(k + 1).map_or(end_s, |n| n.t_s).min(end_s);
+        if until <= e.t_s {
+            continue;
+        }
+        (at.ps, at.workers) = recorded::counts(job, e);
+        samples += (until - e.t_s) as f64 * requested_rate(&at, truth);
+    }
+    samples
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +264,7 @@ mod tests {
             user: String::new(),
             priority: 0,
             shape,
-            duration_s,
+            duration_s: Some(duration_s),
             observed: Observed {
                 name: "x".into(),
                 outcome: Outcome::Completed,

@@ -32,13 +32,14 @@ fn cases() -> Vec<(Format, PathBuf, Option<PathBuf>)> {
             Some(fixture("pai_machine_spec.csv")),
         ),
         (Format::Philly, fixture("philly.csv"), None),
-        (Format::Swf, fixture("nasa-ipsc-200.swf.gz"), None),
+        (Format::Swf, fixture("nasa-ipsc-202.swf.gz"), None),
     ]
 }
 
 fn run(format: Format, input: &Path, nodes: Option<PathBuf>, seed: u64) -> Imported {
     let opts = ImportOptions {
         skip_bad: false,
+        strict: false,
         seed,
         nodes,
     };
@@ -69,6 +70,7 @@ fn import_write_read_gives_identical_jobs() {
     for (format, input, nodes) in cases() {
         let opts = ImportOptions {
             skip_bad: false,
+            strict: false,
             seed: 5,
             nodes,
         };
@@ -142,8 +144,8 @@ fn openb_maps_pods_phases_and_gpu_shares() {
 #[test]
 fn dlrm2025_apps_become_jobs_with_peak_counts_and_scale_events() {
     let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
-    assert_eq!(out.report.rows_read, 213);
-    assert_eq!(out.jobs.len(), 25, "one job per app");
+    assert_eq!(out.report.rows_read, 247);
+    assert_eq!(out.jobs.len(), 27, "one job per app");
     for j in &out.jobs {
         let o = j.observed.as_ref().unwrap();
         assert!(j.ps > 0 && j.workers > 0 && j.worker_gpu > 0, "{j:?}");
@@ -164,6 +166,122 @@ fn dlrm2025_apps_become_jobs_with_peak_counts_and_scale_events() {
         .as_deref()
         .unwrap()
         .contains("peak-demand"));
+}
+
+#[test]
+fn dlrm2025_failure_rate_counts_isolated_replacements_per_instance_day() {
+    let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
+    let d = &out.report.derived;
+    // app_120 (8) and app_103 (1) are in the slice for their isolated replacements; a
+    // deletion followed within 300 s by a creation of the same app and role, alone.
+    assert_eq!(d["isolated_replacements"], 9.0);
+    let per_day = 1.0 - (-9.0 / d["instance_days"]).exp();
+    assert!((d["pod_failure_per_day"] - per_day).abs() < 1e-6, "{d:?}");
+    assert!(d["instance_days"] > 1_000.0 && d["instance_days"] < 10_000.0);
+}
+
+#[test]
+fn dlrm2025_steps_follow_the_recorded_counts() {
+    use dlsim_model::scenario::TruthSettings;
+    let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
+    let truth = TruthSettings::default();
+    let mut below_peak = 0;
+    for j in &out.jobs {
+        let o = j.observed.as_ref().unwrap();
+        let end = j.submit_s + o.duration_s.unwrap();
+        // The recorded counts' samples, integrated here independently of `synth`.
+        let mut samples = 0.0;
+        for (k, e) in o.scale.iter().enumerate() {
+            let until = o.scale.get(k + 1).map_or(end, |n| n.t_s).min(end);
+            let mut at = j.clone();
+            at.ps = e.ps.clamp(1, j.ps);
+            at.workers = e.workers.clamp(1, j.workers);
+            samples += until.saturating_sub(e.t_s) as f64 * synth::requested_rate(&at, &truth);
+        }
+        let steps = ((samples / f64::from(j.batch_size)).ceil() as u64).max(1);
+        assert_eq!(j.steps, steps, "{}", o.name);
+        let peak = o.duration_s.unwrap() as f64 * synth::requested_rate(j, &truth);
+        if samples < 0.99 * peak {
+            below_peak += 1;
+        }
+    }
+    assert!(
+        below_peak > 0,
+        "some apps run below their peak for part of their life"
+    );
+}
+
+#[test]
+fn openb_without_times_arrives_at_zero_with_drawn_steps() {
+    let out = run(
+        Format::Openb,
+        &fixture("openb_multigpu50.csv"),
+        Some(fixture("openb_nodes.csv")),
+        1,
+    );
+    assert_eq!(out.report.rows_read, 183);
+    assert_eq!(out.jobs.len(), 183, "no phase: nothing left out");
+    let (lo, hi) = synth::STEPS_RANGE;
+    for j in &out.jobs {
+        let o = j.observed.as_ref().unwrap();
+        assert_eq!(
+            (j.submit_s, o.duration_s, o.outcome),
+            (0, None, Outcome::Unknown)
+        );
+        assert!(j.synthesized.iter().any(|f| f == "submit_s"));
+        assert!((lo as u64..=hi as u64).contains(&j.steps), "{}", j.steps);
+    }
+    let mut steps: Vec<u64> = out.jobs.iter().map(|j| j.steps).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    assert!(steps.len() > 150, "steps are drawn per job");
+}
+
+#[test]
+fn odd_rows_are_repaired_and_counted_or_stop_a_strict_import() {
+    let cases = [
+        ("openb_cpu050.csv", Format::Openb, "memory_mib", 1),
+        ("openb_gpushare40.csv", Format::Openb, "memory_mib", 1),
+        ("openb_multigpu50.csv", Format::Openb, "memory_mib", 1),
+        ("nasa-ipsc-202.swf.gz", Format::Swf, "run_time", 2),
+    ];
+    for (name, format, field, repaired) in cases {
+        let nodes = (format == Format::Openb).then(|| fixture("openb_nodes.csv"));
+        let mut opts = ImportOptions {
+            nodes,
+            ..ImportOptions::default()
+        };
+        let out = import(format, &fixture(name), &opts).unwrap();
+        let counted: u64 = out
+            .report
+            .repaired
+            .iter()
+            .filter(|(k, _)| k.starts_with(field))
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(counted, repaired, "{name}: {:?}", out.report.repaired);
+        opts.strict = true;
+        let err = import(format, &fixture(name), &opts).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{name}: {err}");
+        assert!(
+            err.line.is_some() && err.to_string().contains("--strict"),
+            "{err}"
+        );
+    }
+    // The openb pod without a memory request gets the memory model's need, marked.
+    let out = run(
+        Format::Openb,
+        &fixture("openb_cpu050.csv"),
+        Some(fixture("openb_nodes.csv")),
+        1,
+    );
+    let j = out
+        .jobs
+        .iter()
+        .find(|j| j.observed.as_ref().unwrap().name == "openb-pod-1693")
+        .unwrap();
+    assert!(j.worker_mem_mb >= 3_072, "{}", j.worker_mem_mb);
+    assert!(j.synthesized.iter().any(|f| f == "worker_mem_mb"));
 }
 
 #[test]
@@ -216,14 +334,14 @@ fn pai2020_units_roles_and_status() {
 #[test]
 fn philly_and_swf_keep_real_times() {
     let p = run(Format::Philly, &fixture("philly.csv"), None, 1);
-    assert_eq!(p.jobs.len(), 206);
+    assert_eq!(p.jobs.len(), 200);
     assert_eq!(p.jobs[0].submit_s, 0, "relative to the earliest timestamp");
     assert!(p
         .jobs
         .iter()
         .all(|j| j.user.starts_with("vc-") && j.ps == 0));
-    let s = run(Format::Swf, &fixture("nasa-ipsc-200.swf.gz"), None, 1);
-    assert_eq!(s.jobs.len(), 200);
+    let s = run(Format::Swf, &fixture("nasa-ipsc-202.swf.gz"), None, 1);
+    assert_eq!(s.jobs.len(), 202);
     assert_eq!(s.nodes.len(), 1);
     assert_eq!(s.nodes[0].cores, 128.0, "MaxProcs header");
     // Job 1: submit 0, run 1451 s on 128 processors; the NASA log has no status (-1).
@@ -322,6 +440,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
         let path = with_bad_line(name, line, text);
         let mut opts = ImportOptions {
             skip_bad: false,
+            strict: false,
             seed: 1,
             nodes,
         };
@@ -356,7 +475,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
 fn swf_bad_row_in_gzip_names_its_line() {
     use std::io::{Read, Write};
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(fixture("nasa-ipsc-200.swf.gz")).unwrap())
+    flate2::read::GzDecoder::new(std::fs::File::open(fixture("nasa-ipsc-202.swf.gz")).unwrap())
         .read_to_string(&mut text)
         .unwrap();
     let first_job = text.lines().position(|l| !l.starts_with(';')).unwrap() + 1;

@@ -401,6 +401,13 @@ pub trait Policy {
         OomRelaunch::Default
     }
 
+    /// Whether jobs keep the pod counts their trace recorded over time (`observed.scale`,
+    /// applied by the world: `world/recorded.rs`). Only a policy that runs the user's own
+    /// configuration says yes (`static`).
+    fn follows_recorded_scale(&self) -> bool {
+        false
+    }
+
     /// Whether the policy reads per-pod views and samples (see [`JobView::pods`]).
     fn observes_pods(&self) -> bool {
         false

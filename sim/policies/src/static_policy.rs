@@ -1,5 +1,7 @@
 //! `static`: every job runs with the configuration in its trace record, unchanged for its
-//! whole life. This is the papers' "w/o DLRover" baseline, a user-configured TFJob.
+//! whole life (or, for a job whose trace recorded scale events, the counts it recorded
+//! at each time: `dlsim_model::world::recorded`). This is the papers' "w/o DLRover"
+//! baseline, a user-configured TFJob.
 //! `static[sharding=dynamic]` keeps the configuration but feeds data through DLRover's
 //! dynamic shard queues, which isolates what dynamic sharding alone buys under faults.
 
@@ -32,6 +34,11 @@ impl Policy for Static {
 
     fn sharding(&self) -> Sharding {
         self.sharding
+    }
+
+    /// The user's own configuration includes their recorded scaling (dlrm2025 apps).
+    fn follows_recorded_scale(&self) -> bool {
+        true
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {

@@ -23,6 +23,7 @@ use std::collections::{BTreeSet, HashMap};
 mod cloud;
 mod elastic;
 mod observe;
+pub mod recorded;
 mod recovery;
 
 /// Everything that can happen in a run.
@@ -74,6 +75,11 @@ pub enum Event {
     SwitchDone {
         job: usize,
         epoch: u64,
+    },
+    /// Recorded scale event `k` of the job is due (`recorded.rs`).
+    RecordedScale {
+        job: usize,
+        k: usize,
     },
 }
 
@@ -323,6 +329,7 @@ impl World {
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));
             return;
         }
+        let config = self.recorded_launch(now, j, config, queue);
         let sharding = self.policy.sharding();
         let shard_samples =
             f64::from(self.elasticity.shard_batches) * f64::from(self.jobs[j].spec.batch_size);
@@ -492,6 +499,7 @@ impl World {
                 Role::Worker => self.jobs[j].running_workers += 1,
             }
         }
+        serving |= self.recorded_join(now, j);
         if standby {
             self.standby_ready(now, j, queue);
         }
@@ -833,6 +841,7 @@ impl dlsim_engine::World for World {
                     self.switch_done(now, job, queue);
                 }
             }
+            Event::RecordedScale { job, k } => self.recorded_scale(now, job, k, queue),
         }
     }
 

@@ -51,6 +51,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| BadInput(format!("{e} (with --seed {seed})")))?;
     }
     scenario.trace_observations = args.trace_observations;
+    // Ended jobs are released as they end: memory follows the live jobs.
+    scenario.keep_ended = false;
     let policy_spec = args
         .policy
         .clone()

@@ -77,7 +77,8 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         path: "faults.json".into(),
         file,
         nodes,
-        jobs: vec![spec],
+        jobs: vec![spec].into(),
+        keep_ended: true,
         trace_observations: false,
     }
 }

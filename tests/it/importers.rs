@@ -201,7 +201,7 @@ fn replays_under_every_batch_policy(name: &str) {
             sum.jobs_submitted,
             "{ctx}"
         );
-        for job in &w.jobs {
+        for job in w.jobs.iter() {
             match job.phase {
                 JobPhase::Completed => assert_eq!(job.steps_done(), job.spec.steps, "{ctx}"),
                 JobPhase::Failed => {

@@ -140,7 +140,8 @@ fn random_scenario(seed: u64) -> Scenario {
         path: "random.json".into(),
         file,
         nodes,
-        jobs,
+        jobs: jobs.into(),
+        keep_ended: true,
         trace_observations: false,
     }
 }
@@ -260,6 +261,27 @@ fn random_scenarios_keep_every_invariant() {
         let out = dlsim_model::run(&scenario, policy);
         let w = &out.world;
         let ctx = format!("reproduce with seed {seed}");
+        // Releasing jobs and pods as they end (what the CLI does) changes no output and
+        // leaves nothing held.
+        let released = dlsim_model::run(
+            &Scenario {
+                keep_ended: false,
+                ..scenario.clone()
+            },
+            match seed % 3 {
+                0 => dlsim_policies::build("static").unwrap(),
+                1 => Box::new(Chaos::new(seed, Sharding::Dynamic)),
+                _ => Box::new(Chaos::new(seed, Sharding::Static)),
+            },
+        );
+        assert_eq!(released.summary_json, out.summary_json, "{ctx}");
+        assert_eq!(released.jobs_csv, out.jobs_csv, "{ctx}");
+        assert_eq!(released.timeline_csv, out.timeline_csv, "{ctx}");
+        assert_eq!(
+            (released.world.jobs.live(), released.world.pods.live()),
+            (0, 0),
+            "{ctx}"
+        );
         w.cluster.check_invariants();
         assert_eq!(
             w.cluster.allocated(),
@@ -273,7 +295,7 @@ fn random_scenarios_keep_every_invariant() {
             s.jobs_submitted,
             "every job accounted for; {ctx}"
         );
-        for job in &w.jobs {
+        for job in w.jobs.iter() {
             match job.phase {
                 JobPhase::Completed => {
                     assert_eq!(
@@ -328,4 +350,46 @@ fn random_scenarios_keep_every_invariant() {
             );
         }
     }
+}
+
+/// Memory follows the live jobs, not the trace (issue #22): a generated trace ten times
+/// longer at the same arrival rate (10,000 vs 100,000 jobs) holds about as many jobs and
+/// pods in memory at once, every job still ends in `jobs.csv` and the summary, and nothing
+/// is left held at the end.
+#[test]
+fn memory_follows_live_jobs_not_trace_length() {
+    let run = |days: u32| {
+        let text = format!(
+            r#"{{"name": "mem", "seed": 3, "generate": {{"days": {days}, "jobs_per_day": 2000}},
+                "cluster": {{"groups": [
+                  {{"name": "cpu", "count": 400, "cores": 64, "mem_gb": 256}},
+                  {{"name": "gpu", "count": 10, "cores": 96, "mem_gb": 512, "gpus": 8, "gpu_model": "A100"}}]}},
+                "timeline_interval_s": 3600}}"#
+        );
+        let mut s = Scenario::from_text(std::path::Path::new("mem.json"), &text).unwrap();
+        s.keep_ended = false;
+        let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
+        let n = s.jobs.len();
+        assert_eq!(out.summary.jobs_submitted, n);
+        assert_eq!(out.jobs_csv.lines().count(), n + 1, "a row per job");
+        assert_eq!(out.world.jobs.live(), 0, "every ended job released");
+        assert_eq!(out.world.pods.live(), 0, "every pod released");
+        (n, out.world.peak_live)
+    };
+    let (n_small, (jobs_small, pods_small)) = run(5);
+    let (n_large, (jobs_large, pods_large)) = run(50);
+    assert!(
+        n_small >= 9_000 && n_large >= 90_000,
+        "{n_small} / {n_large} jobs"
+    );
+    // Held at once: a small share of the trace, and the same order for both lengths.
+    assert!(
+        jobs_large * 20 < n_large,
+        "{jobs_large} of {n_large} jobs held at once"
+    );
+    assert!(
+        jobs_large <= 2 * jobs_small && pods_large <= 2 * pods_small,
+        "peak held: {jobs_small} jobs / {pods_small} pods for {n_small}, \
+         {jobs_large} / {pods_large} for {n_large}"
+    );
 }

@@ -11,6 +11,7 @@ use crate::policy::{
     JobConfig, JobPhase, JobRequest, PodEvent, PodSample, ProfileSample, Sharding,
 };
 use crate::shards::ShardLedger;
+use crate::slots::Slots;
 use crate::Resources;
 use dlsim_engine::SimTime;
 use dlsim_traces::JobSpec;
@@ -141,6 +142,9 @@ pub struct Job {
     pub phase: JobPhase,
     pub config: JobConfig,
     pub pods: Vec<usize>,
+    /// Pods retired while the job runs (failed, removed, replaced): kept until the job
+    /// ends, since a migration in progress may still name them, then released with it.
+    pub retired: Vec<usize>,
     pub running_workers: u32,
     pub running_ps: u32,
     pub pending_pods: u32,
@@ -207,6 +211,7 @@ impl Job {
             truth,
             phase: JobPhase::Submitted,
             pods: Vec::new(),
+            retired: Vec::new(),
             running_workers: 0,
             running_ps: 0,
             pending_pods: 0,
@@ -271,7 +276,7 @@ impl Job {
     }
 
     /// The largest share held by a running PS (0 when none runs).
-    pub fn max_running_share(&self, pods: &[Pod]) -> f64 {
+    pub fn max_running_share(&self, pods: &Slots<Pod>) -> f64 {
         self.pods
             .iter()
             .map(|&p| &pods[p])
@@ -282,7 +287,7 @@ impl Job {
 
     /// The first running PS to reach its memory limit, and at how many samples (memory is
     /// linear in samples). `Some((0.0, p))` if one is already over.
-    pub fn ps_oom_at_samples(&self, pods: &[Pod]) -> Option<(f64, usize)> {
+    pub fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {
         let slope_per_share = self.spec.emb_mb_per_msample / 1e6;
         let mut first: Option<(f64, usize)> = None;
         for &p in &self.pods {
@@ -322,7 +327,7 @@ impl Job {
     }
 
     /// Allocated resources of the pods that hold a node (starting or running).
-    pub fn allocated(&self, pods: &[Pod]) -> Resources {
+    pub fn allocated(&self, pods: &Slots<Pod>) -> Resources {
         self.pods
             .iter()
             .map(|&p| &pods[p])
@@ -344,7 +349,7 @@ impl Job {
     }
 
     /// Moves progress and usage integrals forward to `now` at the current rate.
-    pub fn advance(&mut self, now: SimTime, pods: &mut [Pod]) {
+    pub fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
         let dt = (now - self.last_update).as_secs_f64();
         self.last_update = now;
         if dt <= 0.0 {

@@ -16,6 +16,7 @@ pub mod resources;
 pub mod run;
 pub mod scenario;
 pub mod shards;
+pub mod slots;
 pub mod vecmap;
 pub mod world;
 

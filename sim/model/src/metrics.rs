@@ -93,11 +93,79 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// What the summary and `jobs.csv` need from each job, taken as the job ends: a row of
+/// `jobs.csv` and running totals. A run holds this, not its ended jobs, so its memory
+/// grows with live jobs (plus one JCT per completed job, for the exact median).
+#[derive(Clone, Debug, Default)]
+pub struct JobTally {
+    /// `jobs.csv` so far: the header, then one row per ended job, in the order they ended.
+    pub csv: String,
+    jcts: Vec<f64>,
+    failures: BTreeMap<String, usize>,
+    submitted: usize,
+    failed: usize,
+    submits: Option<(u64, u64)>,
+    utils: [(f64, usize); 3],
+    oom_kills: u64,
+    pod_failures: u64,
+    relaunches: u64,
+    evictions: u64,
+    node_failures: u64,
+    rescales: u64,
+    makespan: Option<dlsim_engine::SimTime>,
+}
+
+const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim\n";
+
+impl JobTally {
+    pub fn new() -> Self {
+        JobTally {
+            csv: JOBS_HEADER.to_string(),
+            ..JobTally::default()
+        }
+    }
+
+    /// Takes an ended job (completed or failed): its row and its share of the totals.
+    pub fn add(&mut self, j: &Job) {
+        job_row(&mut self.csv, j);
+        self.submitted += 1;
+        match j.phase {
+            JobPhase::Completed => self
+                .jcts
+                .push((j.end.expect("completed job has an end") - j.request.submit).as_secs_f64()),
+            JobPhase::Failed => self.failed += 1,
+            _ => {}
+        }
+        if let Some(r) = j.fail_reason {
+            *self.failures.entry(r.as_str().to_string()).or_insert(0) += 1;
+        }
+        let t = j.spec.submit_s;
+        self.submits = Some(self.submits.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        let u = &j.usage;
+        for (acc, r) in self.utils.iter_mut().zip([
+            ratio(u.cpu_used_core_s, u.cpu_alloc_core_s),
+            ratio(u.mem_used_mb_s, u.mem_alloc_mb_s),
+            ratio(u.gpu_used_s, u.gpu_alloc_s),
+        ]) {
+            if let Some(r) = r {
+                *acc = (acc.0 + r, acc.1 + 1);
+            }
+        }
+        self.oom_kills += u64::from(j.oom_kills);
+        self.pod_failures += u64::from(j.pod_failures);
+        self.relaunches += u64::from(j.restarts[0] + j.restarts[1]);
+        self.evictions += u64::from(j.evictions);
+        self.node_failures += u64::from(j.node_failures);
+        self.rescales += u64::from(j.rescales);
+        self.makespan = self.makespan.max(j.end);
+    }
+}
+
 pub struct SummaryInputs<'a> {
     pub scenario: &'a str,
     pub policy: &'a str,
     pub seed: u64,
-    pub jobs: &'a [Job],
+    pub jobs: &'a JobTally,
     pub timeline: &'a [TimelineRow],
     pub capacity: Resources,
     pub events: u64,
@@ -105,24 +173,12 @@ pub struct SummaryInputs<'a> {
 }
 
 pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
-    let jobs = x.jobs;
-    let mut jcts: Vec<f64> = jobs
-        .iter()
-        .filter(|j| j.phase == JobPhase::Completed)
-        .map(|j| (j.end.expect("completed job has an end") - j.request.submit).as_secs_f64())
-        .collect();
+    let t = x.jobs;
+    let mut jcts = t.jcts.clone();
     jcts.sort_by(f64::total_cmp);
     let completed = jcts.len();
-    let mut failures = BTreeMap::new();
-    for j in jobs {
-        if let Some(r) = j.fail_reason {
-            *failures.entry(r.as_str().to_string()).or_insert(0) += 1;
-        }
-    }
-    let failed = jobs.iter().filter(|j| j.phase == JobPhase::Failed).count();
     let cap = x.capacity;
-    let first = jobs.iter().map(|j| j.spec.submit_s).min().unwrap_or(0);
-    let last = jobs.iter().map(|j| j.spec.submit_s).max().unwrap_or(0);
+    let (first, last) = t.submits.unwrap_or((0, 0));
     let window: Vec<&TimelineRow> = x
         .timeline
         .iter()
@@ -133,29 +189,21 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
     } else {
         window
     };
+    let util = |(s, n): (f64, usize)| if n == 0 { 0.0 } else { s / n as f64 };
     Summary {
         scenario: x.scenario.to_string(),
         policy: x.policy.to_string(),
         seed: x.seed,
-        jobs_submitted: jobs.len(),
+        jobs_submitted: t.submitted,
         jobs_completed: completed,
-        jobs_failed: failed,
-        jcr: ratio(completed as f64, jobs.len() as f64).unwrap_or(0.0),
-        jct_mean_s: mean(jcts.iter().copied()),
+        jobs_failed: t.failed,
+        jcr: ratio(completed as f64, t.submitted as f64).unwrap_or(0.0),
+        jct_mean_s: mean(t.jcts.iter().copied()),
         jct_median_s: quantile(&jcts, 0.5),
         jct_p90_s: quantile(&jcts, 0.9),
-        cpu_util_mean: mean(
-            jobs.iter()
-                .filter_map(|j| ratio(j.usage.cpu_used_core_s, j.usage.cpu_alloc_core_s)),
-        ),
-        mem_util_mean: mean(
-            jobs.iter()
-                .filter_map(|j| ratio(j.usage.mem_used_mb_s, j.usage.mem_alloc_mb_s)),
-        ),
-        gpu_util_mean: mean(
-            jobs.iter()
-                .filter_map(|j| ratio(j.usage.gpu_used_s, j.usage.gpu_alloc_s)),
-        ),
+        cpu_util_mean: util(t.utils[0]),
+        mem_util_mean: util(t.utils[1]),
+        gpu_util_mean: util(t.utils[2]),
         cluster_cpu_util: mean(tl.iter().map(|r| r.cpu_used))
             / cap.cpu_cores().max(f64::MIN_POSITIVE),
         cluster_mem_util: mean(tl.iter().map(|r| r.mem_used_mb))
@@ -166,87 +214,74 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
             / cap.cpu_cores().max(f64::MIN_POSITIVE),
         cluster_mem_alloc: mean(tl.iter().map(|r| r.mem_alloc_mb))
             / (cap.mem_mb as f64).max(f64::MIN_POSITIVE),
-        failures_by_reason: failures,
-        oom_kills: jobs.iter().map(|j| u64::from(j.oom_kills)).sum(),
-        pod_failures: jobs.iter().map(|j| u64::from(j.pod_failures)).sum(),
-        relaunches: jobs
-            .iter()
-            .map(|j| u64::from(j.restarts[0] + j.restarts[1]))
-            .sum(),
-        evictions: jobs.iter().map(|j| u64::from(j.evictions)).sum(),
-        node_failures: jobs.iter().map(|j| u64::from(j.node_failures)).sum(),
-        rescales: jobs.iter().map(|j| u64::from(j.rescales)).sum(),
+        failures_by_reason: t.failures.clone(),
+        oom_kills: t.oom_kills,
+        pod_failures: t.pod_failures,
+        relaunches: t.relaunches,
+        evictions: t.evictions,
+        node_failures: t.node_failures,
+        rescales: t.rescales,
         rejected_actions: x.rejected_actions,
-        makespan_s: jobs
-            .iter()
-            .filter_map(|j| j.end)
-            .max()
-            .map_or(0.0, |t| t.as_secs_f64()),
+        makespan_s: t.makespan.map_or(0.0, |t| t.as_secs_f64()),
         events: x.events,
     }
 }
 
-/// Renders `jobs.csv`: one row per job.
-pub fn jobs_csv(jobs: &[Job]) -> String {
-    let mut out = String::from(
-        "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim\n",
-    );
+/// Appends job `j`'s row of `jobs.csv` to `out`.
+fn job_row(out: &mut String, j: &Job) {
     let opt_s = |t: Option<dlsim_engine::SimTime>| {
         t.map(|t| format!("{:.3}", t.as_secs_f64()))
             .unwrap_or_default()
     };
     let opt_f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
-    for j in jobs {
-        let c = &j.config;
-        let status = match j.phase {
-            JobPhase::Completed => "completed",
-            JobPhase::Failed => "failed",
-            _ => "active",
-        };
-        let jct = (j.phase == JobPhase::Completed)
-            .then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
-        let u = &j.usage;
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            j.spec.id,
-            j.spec.user,
-            j.spec.model,
-            j.spec.submit_s,
-            opt_s(j.start),
-            opt_s(j.end),
-            status,
-            j.fail_reason.map(FailReason::as_str).unwrap_or(""),
-            c.workers,
-            c.ps,
-            c.worker_cpu,
-            c.worker_mem_mb,
-            c.worker_gpu,
-            c.ps_cpu,
-            c.ps_mem_mb,
-            j.spec.steps,
-            j.steps_done(),
-            opt_f(jct),
-            opt_f(ratio(u.cpu_used_core_s, u.cpu_alloc_core_s)),
-            opt_f(ratio(u.mem_used_mb_s, u.mem_alloc_mb_s)),
-            opt_f(ratio(u.gpu_used_s, u.gpu_alloc_s)),
-            j.oom_kills,
-            j.pod_failures,
-            j.restarts[0] + j.restarts[1],
-            j.evictions,
-            j.node_failures,
-            j.rescales,
-            match j.sharding {
-                crate::policy::Sharding::Static => "static",
-                crate::policy::Sharding::Dynamic => "dynamic",
-            },
-            j.spec.batch_size,
-            j.spec.dense_mb,
-            j.spec.emb_dim,
-        )
-        .expect("writing to a String cannot fail");
-    }
-    out
+    let c = &j.config;
+    let status = match j.phase {
+        JobPhase::Completed => "completed",
+        JobPhase::Failed => "failed",
+        _ => "active",
+    };
+    let jct = (j.phase == JobPhase::Completed)
+        .then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
+    let u = &j.usage;
+    writeln!(
+        out,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        j.spec.id,
+        j.spec.user,
+        j.spec.model,
+        j.spec.submit_s,
+        opt_s(j.start),
+        opt_s(j.end),
+        status,
+        j.fail_reason.map(FailReason::as_str).unwrap_or(""),
+        c.workers,
+        c.ps,
+        c.worker_cpu,
+        c.worker_mem_mb,
+        c.worker_gpu,
+        c.ps_cpu,
+        c.ps_mem_mb,
+        j.spec.steps,
+        j.steps_done(),
+        opt_f(jct),
+        opt_f(ratio(u.cpu_used_core_s, u.cpu_alloc_core_s)),
+        opt_f(ratio(u.mem_used_mb_s, u.mem_alloc_mb_s)),
+        opt_f(ratio(u.gpu_used_s, u.gpu_alloc_s)),
+        j.oom_kills,
+        j.pod_failures,
+        j.restarts[0] + j.restarts[1],
+        j.evictions,
+        j.node_failures,
+        j.rescales,
+        match j.sharding {
+            crate::policy::Sharding::Static => "static",
+            crate::policy::Sharding::Dynamic => "dynamic",
+        },
+        j.spec.batch_size,
+        j.spec.dense_mb,
+        j.spec.emb_dim,
+    )
+    .expect("writing to a String cannot fail");
 }
 
 /// Renders `timeline.csv`.

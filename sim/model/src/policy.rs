@@ -279,8 +279,8 @@ pub struct EndedJob {
 /// demand, so looking at a few jobs costs a few views.
 #[derive(Clone, Copy)]
 pub struct Jobs<'a> {
-    pub(crate) jobs: &'a [crate::job::Job],
-    pub(crate) pods: &'a [crate::job::Pod],
+    pub(crate) jobs: &'a crate::slots::Slots<crate::job::Job>,
+    pub(crate) pods: &'a crate::slots::Slots<crate::job::Pod>,
     pub(crate) active: &'a std::collections::BTreeSet<usize>,
     pub(crate) index: &'a std::collections::HashMap<u64, usize>,
     pub(crate) with_pods: bool,

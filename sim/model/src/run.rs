@@ -39,7 +39,7 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
         scenario: &name,
         policy: &policy,
         seed: scenario.file.seed,
-        jobs: &world.jobs,
+        jobs: &world.tally,
         timeline: &world.timeline,
         capacity: world.cluster.capacity(),
         events,
@@ -47,7 +47,7 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     });
     let summary_json = serde_json::to_string_pretty(&summary).expect("summary serialises") + "\n";
     RunOutput {
-        jobs_csv: metrics::jobs_csv(&world.jobs),
+        jobs_csv: std::mem::take(&mut world.tally.csv),
         timeline_csv: metrics::timeline_csv(&world.timeline),
         observations_csv: world.observations.take(),
         summary,

@@ -216,7 +216,12 @@ pub struct Scenario {
     pub path: PathBuf,
     pub file: ScenarioFile,
     pub nodes: Vec<Node>,
-    pub jobs: Vec<JobSpec>,
+    /// The trace, shared with the runs of it (a run builds each job when it arrives).
+    pub jobs: std::sync::Arc<Vec<JobSpec>>,
+    /// Keep ended jobs and their pods in the world after they end (tests inspect them).
+    /// Off, a run releases each job as it ends and its memory follows the live jobs: what
+    /// `dlsim replay` and `dlsim sweep` do.
+    pub keep_ended: bool,
     /// Record what policies observe into `observations.csv` (a run option, not a file
     /// field: `dlsim replay --trace-observations`).
     pub trace_observations: bool,
@@ -316,7 +321,8 @@ impl Scenario {
             path: path.to_path_buf(),
             file,
             nodes,
-            jobs,
+            jobs: std::sync::Arc::new(jobs),
+            keep_ended: true,
             trace_observations: false,
         })
     }
@@ -338,7 +344,7 @@ impl Scenario {
                 .and_then(|text| key_line(&text, "generate"))
                 .unwrap_or(0);
             check_jobs_fit(&self.nodes, &jobs, &self.path, &vec![line; jobs.len()])?;
-            self.jobs = jobs;
+            self.jobs = std::sync::Arc::new(jobs);
         }
         Ok(())
     }

@@ -64,7 +64,8 @@ pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
 
 /// Runs one point and moves its outputs into `OUT/runs/<id>/`.
 pub fn run_point(sweep: &Sweep, point: &Point, out: &Path) -> anyhow::Result<()> {
-    let scenario = scenario(sweep, point).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut scenario = scenario(sweep, point).map_err(|e| anyhow::anyhow!("{e}"))?;
+    scenario.keep_ended = false;
     let policy = dlsim_policies::build(&point.policy)
         .map_err(|e| anyhow::anyhow!("run {}: {e}", point.id))?;
     let output = dlsim_model::run(&scenario, policy);

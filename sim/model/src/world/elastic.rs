@@ -215,7 +215,7 @@ impl World {
         mem_mb: u64,
         queue: &mut EventQueue<Event>,
     ) -> bool {
-        if p >= self.pods.len() || self.pods[p].job != j || !(cpu > 0.0 && cpu.is_finite()) {
+        if self.pods.get(p).is_none_or(|x| x.job != j) || !(cpu > 0.0 && cpu.is_finite()) {
             return false;
         }
         let old = self.pods[p].clone();

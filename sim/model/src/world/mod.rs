@@ -14,6 +14,7 @@ use crate::policy::{
 };
 use crate::scenario::Scenario;
 use crate::shards::ShardLedger;
+use crate::slots::Slots;
 use crate::vecmap::VecMap;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
@@ -85,8 +86,11 @@ pub enum Event {
 
 pub struct World {
     pub cluster: Cluster,
-    pub jobs: Vec<Job>,
-    pub pods: Vec<Pod>,
+    /// Jobs by index (trace order): filled at arrival, released at the end unless the
+    /// run keeps ended jobs (`Scenario::keep_ended`).
+    pub jobs: Slots<Job>,
+    /// Pods by id (creation order): released with their job.
+    pub pods: Slots<Pod>,
     policy: Box<dyn Policy>,
     env: TruthEnv,
     start_base_s: f64,
@@ -110,8 +114,24 @@ pub struct World {
     ticks: bool,
     schedule_queued: bool,
     active: BTreeSet<usize>,
-    /// Trace job id -> index. Only looked up, never iterated, so its order cannot leak.
+    /// Trace job id -> index, for jobs that arrived and have not ended (or all, when
+    /// ended jobs are kept). Only looked up, never iterated, so its order cannot leak.
     job_index: HashMap<u64, usize>,
+    /// The trace, shared with the scenario: job `i` is built from `specs[i]` when it
+    /// arrives.
+    specs: std::sync::Arc<Vec<dlsim_traces::JobSpec>>,
+    arrived: Vec<bool>,
+    streams: RngStreams,
+    job_variation_sigma: f64,
+    truth_settings: crate::scenario::TruthSettings,
+    /// Keep ended jobs and their pods in `jobs`/`pods` (tests inspect them); otherwise
+    /// they are released as they end and only `tally` remembers them.
+    keep_ended: bool,
+    /// `jobs.csv` rows and summary totals of the jobs that ended.
+    pub tally: crate::metrics::JobTally,
+    /// The most jobs and pods held in memory at once (live slots): with ended jobs
+    /// released, these follow the cluster's concurrency, not the trace's length.
+    pub peak_live: (usize, usize),
     /// Jobs not yet completed or failed (including those not yet submitted).
     unfinished: usize,
     noise: SimRng,
@@ -140,33 +160,10 @@ impl World {
     ) -> World {
         let f = &scenario.file;
         let streams = RngStreams::new(f.seed);
-        let jobs: Vec<Job> = scenario
-            .jobs
-            .iter()
-            .map(|spec| {
-                let mut rng = streams.substream("job-truth", spec.id);
-                let sigma = f.truth.job_variation_sigma;
-                let factor = |rng: &mut SimRng| {
-                    if sigma > 0.0 {
-                        LogNormal::new(0.0, sigma).expect("valid sigma").sample(rng)
-                    } else {
-                        1.0
-                    }
-                };
-                let factors = [
-                    factor(&mut rng),
-                    factor(&mut rng),
-                    factor(&mut rng),
-                    factor(&mut rng),
-                ];
-                Job::new(
-                    spec.clone(),
-                    perf::perturbed(&f.truth.params_for(spec.model), factors),
-                )
-            })
-            .collect();
-        for (i, job) in jobs.iter().enumerate() {
-            queue.push(job.request.submit, Event::JobArrival(i));
+        // Jobs are built when they arrive (`arrive`), so a job's memory is held from its
+        // arrival to its end; the arrivals themselves are queued up front.
+        for (i, spec) in scenario.jobs.iter().enumerate() {
+            queue.push(SimTime::from_secs(spec.submit_s), Event::JobArrival(i));
         }
         let sample_every = SimTime::from_secs(f.timeline_interval_s);
         queue.push(SimTime::ZERO, Event::Sample);
@@ -180,9 +177,17 @@ impl World {
         let ticks = policy.tick_interval().is_some();
         World {
             cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
-            unfinished: jobs.len(),
-            jobs,
-            pods: Vec::new(),
+            unfinished: scenario.jobs.len(),
+            jobs: Slots::empty(scenario.jobs.len()),
+            pods: Slots::default(),
+            specs: scenario.jobs.clone(),
+            arrived: vec![false; scenario.jobs.len()],
+            streams,
+            job_variation_sigma: f.truth.job_variation_sigma,
+            truth_settings: f.truth.clone(),
+            keep_ended: scenario.keep_ended,
+            tally: crate::metrics::JobTally::new(),
+            peak_live: (0, 0),
             policy,
             env: TruthEnv {
                 bandwidth_mb_s: f.truth.bandwidth_mb_s,
@@ -202,12 +207,7 @@ impl World {
             ticks,
             schedule_queued: false,
             active: BTreeSet::new(),
-            job_index: scenario
-                .jobs
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.id, i))
-                .collect(),
+            job_index: HashMap::new(),
             noise: streams.stream("observation-noise"),
             faults: f.faults.clone(),
             recovery: f.recovery.clone(),
@@ -241,14 +241,45 @@ impl World {
         for j in active {
             self.end_job(now, j, JobPhase::Failed, Some(FailReason::Unfinished));
         }
+        // Jobs that arrived but were never launched, and jobs the horizon cut off before
+        // they arrived: failed, unfinished, with no end.
         for j in 0..self.jobs.len() {
-            if self.jobs[j].is_active() {
+            if !self.arrived[j] {
+                self.build_job(j);
+            }
+            if self.jobs.get(j).is_some_and(Job::is_active) {
                 let job = &mut self.jobs[j];
                 job.phase = JobPhase::Failed;
                 job.fail_reason = Some(FailReason::Unfinished);
+                self.tally.add(&self.jobs[j]);
+                if !self.keep_ended {
+                    self.jobs.release(j);
+                }
             }
         }
         self.cluster.check_invariants();
+    }
+
+    /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
+    fn build_job(&mut self, j: usize) {
+        let spec = &self.specs[j];
+        let mut rng = self.streams.substream("job-truth", spec.id);
+        let sigma = self.job_variation_sigma;
+        let mut factor = || {
+            if sigma > 0.0 {
+                LogNormal::new(0.0, sigma)
+                    .expect("valid sigma")
+                    .sample(&mut rng)
+            } else {
+                1.0
+            }
+        };
+        let factors = [factor(), factor(), factor(), factor()];
+        let truth = perf::perturbed(&self.truth_settings.params_for(spec.model), factors);
+        self.job_index.insert(spec.id, j);
+        self.arrived[j] = true;
+        self.jobs.fill(j, Job::new(spec.clone(), truth));
+        self.peak_live.0 = self.peak_live.0.max(self.jobs.live());
     }
 
     /// Asks the policy, with a fresh view, and applies what it returns.
@@ -470,10 +501,17 @@ impl World {
         count: usize,
         queue: &mut EventQueue<Event>,
     ) {
-        let j = self.pods[first].job;
+        // The pods are released if their job ended while they were starting.
+        let Some(j) = self.pods.get(first).map(|p| p.job) else {
+            return;
+        };
         let (mut standby, mut serving) = (false, false);
         for p in first..first + count {
-            if self.pods[p].state != PodState::Starting {
+            if self
+                .pods
+                .get(p)
+                .is_none_or(|x| x.state != PodState::Starting)
+            {
                 continue; // The job ended, or the pod was retired, while it was starting.
             }
             if !(standby || serving) {
@@ -693,6 +731,20 @@ impl World {
         }
         self.active.remove(&j);
         self.unfinished -= 1;
+        self.tally.add(&self.jobs[j]);
+        if !self.keep_ended {
+            self.release_job(j);
+        }
+    }
+
+    /// Frees an ended job and its pods (ids stay taken: events naming them find nothing).
+    fn release_job(&mut self, j: usize) {
+        if let Some(job) = self.jobs.release(j) {
+            for p in job.pods.into_iter().chain(job.retired) {
+                self.pods.release(p);
+            }
+            self.job_index.remove(&job.spec.id);
+        }
     }
 
     fn sample(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
@@ -761,7 +813,7 @@ impl World {
     }
 }
 
-pub(crate) fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobView<'a> {
+pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> JobView<'a> {
     JobView {
         request: &job.request,
         phase: job.phase,
@@ -791,29 +843,42 @@ pub(crate) fn job_view<'a>(job: &'a Job, pods: &[Pod], with_pods: bool) -> JobVi
     }
 }
 
+impl World {
+    /// Whether job `j` is still active (not ended, not released) and `check` holds: the
+    /// guard of every event that names a job and may fire after it changed or ended.
+    fn live(&self, j: usize, check: impl Fn(&Job) -> bool) -> bool {
+        self.jobs
+            .get(j)
+            .is_some_and(|job| job.is_active() && check(job))
+    }
+}
+
 impl dlsim_engine::World for World {
     type Event = Event;
 
     fn handle(&mut self, now: SimTime, event: Event, queue: &mut EventQueue<Event>) {
         match event {
-            Event::JobArrival(j) => self.consult(now, Some(j), queue),
+            Event::JobArrival(j) => {
+                self.build_job(j);
+                self.consult(now, Some(j), queue)
+            }
             Event::Schedule => self.schedule(now, queue),
             Event::PodsReady { first, count } => self.pods_ready(now, first, count, queue),
             Event::JobComplete { job, generation } => {
-                if self.jobs[job].generation == generation && self.jobs[job].is_active() {
+                if self.live(job, |j| j.generation == generation) {
                     self.end_job(now, job, JobPhase::Completed, None);
                     self.queue_schedule(now, queue);
                 }
             }
             Event::Oom { job, generation } => {
-                if self.jobs[job].generation == generation && self.jobs[job].is_active() {
+                if self.live(job, |j| j.generation == generation) {
                     self.oom(now, job, queue);
                 }
             }
             Event::PodFail(p) => self.pod_failed(now, p, recovery::Cause::Failure, queue),
             Event::Resume { job, epoch } => {
-                let jb = &mut self.jobs[job];
-                if jb.epoch == epoch && jb.reloading && jb.is_active() {
+                if self.live(job, |j| j.epoch == epoch && j.reloading) {
+                    let jb = &mut self.jobs[job];
                     jb.advance(now, &mut self.pods);
                     jb.reloading = false;
                     self.update_phase(now, job, queue);
@@ -832,12 +897,12 @@ impl dlsim_engine::World for World {
             Event::NodeRepair(n) => self.node_repaired(now, n, queue),
             Event::Colocation => self.colocation(now, queue),
             Event::StopSaved { job, epoch } => {
-                if self.jobs[job].epoch == epoch && self.jobs[job].is_active() {
+                if self.live(job, |j| j.epoch == epoch) {
                     self.stop_saved(now, job, queue);
                 }
             }
             Event::SwitchDone { job, epoch } => {
-                if self.jobs[job].epoch == epoch && self.jobs[job].is_active() {
+                if self.live(job, |j| j.epoch == epoch) {
                     self.switch_done(now, job, queue);
                 }
             }

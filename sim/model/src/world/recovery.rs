@@ -84,6 +84,7 @@ impl World {
             ewma_rate: 0.0,
             samples_trained: 0.0,
         });
+        self.peak_live.1 = self.peak_live.1.max(self.pods.live());
         self.jobs[j].pods.push(p);
         self.queue_pod(j, p);
         self.pod_event(now, p, PodEventKind::Pending);
@@ -134,6 +135,7 @@ impl World {
         let job = &mut self.jobs[j];
         // Only live pods stay in the job's list, so per-job scans stay short.
         job.pods.retain(|&q| q != p);
+        job.retired.push(p);
         if pod.active() {
             match pod.role {
                 Role::Ps => {
@@ -202,7 +204,9 @@ impl World {
     /// except that `events` no longer counts them.
     fn drop_dead_timers(&mut self, queue: &mut EventQueue<Event>) {
         let pods = &self.pods;
-        queue.retain(|e| !matches!(e, Event::PodFail(p) if pods[*p].state == PodState::Finished));
+        queue.retain(|e| {
+            !matches!(e, Event::PodFail(p) if pods.get(*p).is_none_or(|x| x.state == PodState::Finished))
+        });
         self.compact_timers_at = (2 * queue.len()).max(TIMER_COMPACTION_MIN);
     }
 
@@ -233,7 +237,11 @@ impl World {
         cause: Cause,
         queue: &mut EventQueue<Event>,
     ) {
-        if !matches!(self.pods[p].state, PodState::Running | PodState::Starting) {
+        if !self
+            .pods
+            .get(p)
+            .is_some_and(|x| matches!(x.state, PodState::Running | PodState::Starting))
+        {
             return; // Already gone (the job ended or the pod was replaced).
         }
         let j = self.pods[p].job;

@@ -191,6 +191,16 @@ fn replays_under_every_batch_policy(name: &str) {
     for policy in BATCH_POLICIES {
         let ctx = format!("{name} under {policy}");
         let out = dlsim_model::run(&scenario, dlsim_policies::build(policy).unwrap());
+        // As `dlsim replay` runs it (ended jobs released): the same outputs.
+        let released = dlsim_model::run(
+            &Scenario {
+                keep_ended: false,
+                ..scenario.clone()
+            },
+            dlsim_policies::build(policy).unwrap(),
+        );
+        assert_eq!(released.summary_json, out.summary_json, "{ctx}");
+        assert_eq!(released.jobs_csv, out.jobs_csv, "{ctx}");
         let w = &out.world;
         w.cluster.check_invariants();
         assert_eq!(w.cluster.allocated(), Resources::ZERO, "{ctx}");

@@ -846,7 +846,7 @@ pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> 
 impl World {
     /// Whether job `j` is still active (not ended, not released) and `check` holds: the
     /// guard of every event that names a job and may fire after it changed or ended.
-    fn live(&self, j: usize, check: impl Fn(&Job) -> bool) -> bool {
+    pub(super) fn live(&self, j: usize, check: impl Fn(&Job) -> bool) -> bool {
         self.jobs
             .get(j)
             .is_some_and(|job| job.is_active() && check(job))

@@ -99,7 +99,7 @@ impl World {
         k: usize,
         queue: &mut EventQueue<Event>,
     ) {
-        if !self.jobs[j].is_active() {
+        if !self.live(j, |_| true) {
             return;
         }
         let scale = recorded(&self.jobs[j].spec);

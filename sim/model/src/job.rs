@@ -148,6 +148,8 @@ pub struct Job {
     pub running_workers: u32,
     pub running_ps: u32,
     pub pending_pods: u32,
+    /// Pods holding a node (starting or running).
+    pub placed_pods: u32,
     pub samples_done: f64,
     /// Current throughput in samples/s (0 unless training).
     pub rate: f64,
@@ -215,6 +217,7 @@ impl Job {
             running_workers: 0,
             running_ps: 0,
             pending_pods: 0,
+            placed_pods: 0,
             samples_done: 0.0,
             rate: 0.0,
             perf: None,

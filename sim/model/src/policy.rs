@@ -255,6 +255,12 @@ pub struct ClusterView<'a> {
     /// Jobs that ended since the policy's previous `on_tick` (all of them, for a policy
     /// without ticks: then it is empty), in the order they ended.
     pub ended: &'a [EndedJob],
+    /// Ids of active jobs whose observable state changed since the policy's previous
+    /// `on_tick` (a pod event, a pod or job profile sample, a phase change; empty for a
+    /// policy without ticks). Progress (`steps_done`) changes without being listed. A
+    /// policy whose decisions for a job depend only on these and on its own timers can
+    /// visit just these jobs, the jobs it must watch, and the jobs whose timers are due.
+    pub changed: &'a std::collections::BTreeSet<u64>,
 }
 
 impl ClusterView<'_> {

@@ -31,7 +31,7 @@ use dlsim_model::policy::{
     RescaleMethod, Sharding,
 };
 use rules::{Limits, PodUse, Snapshot};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// How often the auto-scaler wakes.
 pub const TICK_S: u64 = 30;
@@ -111,6 +111,8 @@ struct JobState {
     shrunk: BTreeMap<usize, SimTime>,
     /// Memory per role raised after OOMs: [PS, worker]; later plans never go below it.
     mem_floor: [u64; 2],
+    /// The job's entry in `DlroverOss::timers`, if any.
+    wake: Option<SimTime>,
     /// The inputs of the last running-stage plan that asked for nothing: the same inputs
     /// give the same nothing, so the plan is not recomputed (the master ticks every 30 s;
     /// its profile changes only at each sample).
@@ -142,14 +144,23 @@ impl JobState {
             resizes: VecDeque::new(),
             shrunk: BTreeMap::new(),
             mem_floor: [0, 0],
+            wake: None,
             idle: None,
         }
     }
 }
 
+/// Each job's master decides every 30 s; a tick visits only the jobs whose decision could
+/// differ from "nothing": those whose state changed since the last tick
+/// ([`ClusterView::changed`]), those it watches (training, rescaling, or with resizes
+/// queued) and those whose pending-pod timer is due. A job waiting in the queue with
+/// nothing new costs nothing per tick.
 pub struct DlroverOss {
     limits: Limits,
     jobs: BTreeMap<u64, JobState>,
+    watch: BTreeSet<u64>,
+    /// (due, job): the next time a waiting job's pending pod may be shrunk.
+    timers: BTreeSet<(SimTime, u64)>,
 }
 
 impl DlroverOss {
@@ -167,6 +178,8 @@ impl DlroverOss {
         Ok(DlroverOss {
             limits,
             jobs: BTreeMap::new(),
+            watch: BTreeSet::new(),
+            timers: BTreeSet::new(),
         })
     }
 }
@@ -296,6 +309,36 @@ fn next_resize(state: &mut JobState, job: &JobView<'_>) -> Option<Action> {
 }
 
 /// Re-requests smaller every pod pending over 900 s (since it was created or last shrunk).
+/// The next time a decision for the job could differ with nothing else changed (no pod
+/// event, no new profile): a pending pod's shrink timeout, or a time gate of `may_plan`
+/// or `may_change_ps` opening. `None`: only a change can.
+fn next_wake(state: &JobState, job: &JobView<'_>, now: SimTime) -> Option<SimTime> {
+    let timeout = SimTime::from_secs(rules::PENDING_TIMEOUT_S);
+    let shrink = job
+        .pods
+        .iter()
+        .filter(|p| p.phase == PodPhase::Pending)
+        .filter(|p| rules::pending_shrink(p.request.cpu_cores(), p.request.mem_mb).is_some())
+        .map(|p| {
+            let since = state.shrunk.get(&p.id).copied().unwrap_or(p.created);
+            since.max(p.created) + timeout
+        });
+    let after = |t: Option<SimTime>, s: u64| t.map(|t| t + SimTime::from_secs(s));
+    let gates = if job.phase == JobPhase::Training {
+        vec![
+            after(state.training_since, START_AFTER_S),
+            after(last_worker_event(job), WORKERS_STABLE_S),
+            after(state.last_plan, PLAN_INTERVAL_S),
+            after(state.last_ps_change, PS_INTERVAL_S),
+        ]
+    } else {
+        Vec::new()
+    };
+    shrink
+        .chain(gates.into_iter().flatten().filter(|&t| t > now))
+        .min()
+}
+
 fn shrink_pending(state: &mut JobState, job: &JobView<'_>, now: SimTime) -> Vec<Action> {
     let timeout = SimTime::from_secs(rules::PENDING_TIMEOUT_S);
     let mut out = Vec::new();
@@ -536,13 +579,46 @@ impl Policy for DlroverOss {
     }
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        for e in view.ended {
+            if let Some(w) = self.jobs.remove(&e.id).and_then(|s| s.wake) {
+                self.timers.remove(&(w, e.id));
+            }
+            self.watch.remove(&e.id);
+        }
+        let mut visit: BTreeSet<u64> = view.changed.clone();
+        visit.extend(self.watch.iter().copied());
+        while let Some(&(t, id)) = self.timers.first() {
+            if t > view.now {
+                break;
+            }
+            self.timers.pop_first();
+            self.jobs.get_mut(&id).expect("timed job is tracked").wake = None;
+            visit.insert(id);
+        }
         let mut out = Vec::new();
         let mut jobs = std::mem::take(&mut self.jobs);
-        for job in view.jobs.iter() {
-            let state = jobs.entry(job.request.id).or_insert_with(JobState::new);
+        for id in visit {
+            let Some(job) = view.jobs.get(id) else {
+                continue;
+            };
+            let state = jobs.entry(id).or_insert_with(JobState::new);
+            if let Some(w) = state.wake.take() {
+                self.timers.remove(&(w, id));
+            }
             out.extend(self.decide(state, &job, view.now));
+            let busy = job.rescaling
+                || !state.resizes.is_empty()
+                || (job.phase == JobPhase::Training && state.stage != Stage::Running);
+            if busy {
+                self.watch.insert(id);
+            } else {
+                self.watch.remove(&id);
+                state.wake = next_wake(state, &job, view.now);
+                if let Some(w) = state.wake {
+                    self.timers.insert((w, id));
+                }
+            }
         }
-        view.forget_ended(&mut jobs);
         self.jobs = jobs;
         out
     }

@@ -27,6 +27,9 @@ mod observe;
 pub mod recorded;
 mod recovery;
 
+/// A pending pod's place in the scheduling queue: (priority, job, pod).
+type PendingKey = (Reverse<i32>, usize, usize);
+
 /// Everything that can happen in a run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -103,17 +106,25 @@ pub struct World {
     /// queued (mostly pod-failure timers of pods long gone) can change nothing.
     drained: bool,
     /// Pending pods, in scheduling order: higher priority first, then submission order.
-    pending: BTreeSet<(Reverse<i32>, usize, usize)>,
+    pending: BTreeSet<PendingKey>,
     /// Requests of the pods in `pending`, summed.
     pending_total: crate::Resources,
-    /// Pods in `pending` per distinct request: a scheduling pass stops as soon as no
-    /// pending shape could fit (see `schedule`).
-    pending_shapes: HashMap<crate::Resources, u32>,
+    /// The keys of `pending` per distinct request (shape): a scheduling pass walks the
+    /// shapes that could still fit, in queue order, and drops a shape at its first
+    /// failure (see `schedule`). Only looked up, never iterated in its own order.
+    pending_shapes: HashMap<crate::Resources, BTreeSet<PendingKey>>,
     /// Jobs ended since the policy's last tick (kept only for policies with ticks).
     ended: Vec<EndedJob>,
+    /// Ids of active jobs whose observable state changed since the policy's last tick
+    /// (kept only for policies with ticks): a pod event, a profile sample, a phase change.
+    changed: BTreeSet<u64>,
     ticks: bool,
     schedule_queued: bool,
     active: BTreeSet<usize>,
+    /// Active jobs holding a node (at least one pod starting or running), in index order:
+    /// the only jobs a sample has anything to integrate or observe in. Jobs waiting in
+    /// the queue cost nothing per sample.
+    holding: BTreeSet<usize>,
     /// Trace job id -> index, for jobs that arrived and have not ended (or all, when
     /// ended jobs are kept). Only looked up, never iterated, so its order cannot leak.
     job_index: HashMap<u64, usize>,
@@ -204,9 +215,11 @@ impl World {
             pending_total: crate::Resources::ZERO,
             pending_shapes: HashMap::new(),
             ended: Vec::new(),
+            changed: BTreeSet::new(),
             ticks,
             schedule_queued: false,
             active: BTreeSet::new(),
+            holding: BTreeSet::new(),
             job_index: HashMap::new(),
             noise: streams.stream("observation-noise"),
             faults: f.faults.clone(),
@@ -260,6 +273,27 @@ impl World {
         self.cluster.check_invariants();
     }
 
+    /// Counts a pod of job `j` placed on (`true`) or released from a node.
+    pub(super) fn hold(&mut self, j: usize, placed: bool) {
+        let job = &mut self.jobs[j];
+        if placed {
+            job.placed_pods += 1;
+            self.holding.insert(j);
+        } else {
+            job.placed_pods -= 1;
+            if job.placed_pods == 0 {
+                self.holding.remove(&j);
+            }
+        }
+    }
+
+    /// Notes that job `j`'s observable state changed (for [`ClusterView::changed`]).
+    pub(super) fn touch(&mut self, j: usize) {
+        if self.ticks {
+            self.changed.insert(self.jobs[j].request.id);
+        }
+    }
+
     /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
     fn build_job(&mut self, j: usize) {
         let spec = &self.specs[j];
@@ -303,6 +337,7 @@ impl World {
                 with_pods,
             },
             ended: &self.ended,
+            changed: &self.changed,
         };
         let actions = match arrival {
             Some(j) => self.policy.on_submit(
@@ -313,6 +348,7 @@ impl World {
         };
         if arrival.is_none() {
             self.ended.clear();
+            self.changed.clear();
         }
         self.apply(now, actions, queue);
     }
@@ -388,19 +424,34 @@ impl World {
     /// Places pending pods in order. A pod that does not fit is skipped (later, smaller
     /// pods may still fit); requests at least as large as one that failed are not retried.
     /// Consecutive pods of one job that become ready at the same time share one event.
+    ///
+    /// The pass merges the per-shape queues in queue order and drops a shape once a
+    /// failed request fits in it: the same pods are tried in the same order as a walk of
+    /// the whole queue that skips them, but a long queue of blocked pods costs nothing.
     fn schedule(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
         self.schedule_queued = false;
         let mut failed: Vec<crate::Resources> = Vec::new();
         let mut placed = Vec::new();
         // The batch being built: (ready time, first pod, count).
         let mut batch: Option<(SimTime, usize, usize)> = None;
-        for &(prio, j, p) in &self.pending {
+        // Each shape's next pod, smallest key first.
+        let mut heads: std::collections::BinaryHeap<Reverse<(PendingKey, ShapeKey)>> = self
+            .pending_shapes
+            .iter()
+            .filter_map(|(shape, keys)| Some(Reverse((*keys.first()?, shape_key(shape)))))
+            .collect();
+        while let Some(Reverse((key, shape))) = heads.pop() {
+            let (prio, j, p) = key;
             let req = self.pods[p].request;
+            debug_assert_eq!(shape, shape_key(&req));
             if failed.iter().any(|f| f.fits_in(&req)) {
-                continue;
+                continue; // The shape is dropped: every later pod of it would be skipped.
             }
             match self.cluster.place(&req) {
                 Some(node) => {
+                    // The job's usage integrals run to now before it holds more.
+                    self.jobs[j].advance(now, &mut self.pods);
+                    self.hold(j, true);
                     self.on_node[node].insert(p, ());
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;
@@ -422,23 +473,18 @@ impl World {
                         }
                     };
                     placed.push((prio, j, p));
+                    let next = self.pending_shapes[&req]
+                        .range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded))
+                        .next();
+                    if let Some(&next) = next {
+                        heads.push(Reverse((next, shape)));
+                    }
                 }
                 None => {
                     // Kept minimal (no request in it holds another), so the check above
-                    // costs the number of incomparable failed shapes, not of failures:
-                    // a long queue of one shape costs one comparison per pod.
+                    // costs the number of incomparable failed shapes.
                     failed.retain(|f| !req.fits_in(f));
                     failed.push(req);
-                    // Nothing left in the queue could fit: the rest of the pass would
-                    // only skip pods. (Bounded: with many distinct shapes, scan on.)
-                    if self.pending_shapes.len() <= 64
-                        && self
-                            .pending_shapes
-                            .keys()
-                            .all(|s| failed.iter().any(|f| f.fits_in(s)))
-                    {
-                        break;
-                    }
                 }
             }
         }
@@ -455,33 +501,37 @@ impl World {
         let req = self.pods[p].request;
         let job = &mut self.jobs[j];
         job.pending_pods += 1;
-        self.pending.insert((Reverse(job.spec.priority), j, p));
+        let key = (Reverse(job.spec.priority), j, p);
+        self.pending.insert(key);
         self.pending_total += req;
-        *self.pending_shapes.entry(req).or_default() += 1;
+        self.pending_shapes.entry(req).or_default().insert(key);
     }
 
     /// Takes a pod out of the scheduling queue (placed, or gone).
-    fn unqueue_pod(&mut self, key: (Reverse<i32>, usize, usize)) {
+    fn unqueue_pod(&mut self, key: PendingKey) {
         let req = self.pods[key.2].request;
         self.pending.remove(&key);
         self.pending_total -= req;
-        self.forget_shape(req);
+        self.forget_shape(req, key);
         self.jobs[key.1].pending_pods -= 1;
     }
 
     /// Changes a pending pod's request in place (it keeps its queue position).
     pub(super) fn rerequest_pending(&mut self, p: usize, request: crate::Resources) {
         let old = self.pods[p].request;
-        self.forget_shape(old);
+        let j = self.pods[p].job;
+        let key = (Reverse(self.jobs[j].spec.priority), j, p);
+        self.forget_shape(old, key);
         self.pending_total = self.pending_total - old + request;
-        *self.pending_shapes.entry(request).or_default() += 1;
+        self.pending_shapes.entry(request).or_default().insert(key);
         self.pods[p].request = request;
+        self.touch(j);
     }
 
-    fn forget_shape(&mut self, req: crate::Resources) {
-        let n = self.pending_shapes.get_mut(&req).expect("queued shape");
-        *n -= 1;
-        if *n == 0 {
+    fn forget_shape(&mut self, req: crate::Resources, key: PendingKey) {
+        let keys = self.pending_shapes.get_mut(&req).expect("queued shape");
+        keys.remove(&key);
+        if keys.is_empty() {
             self.pending_shapes.remove(&req);
         }
     }
@@ -549,6 +599,7 @@ impl World {
     /// Moves a job between starting and training as its pods come and go, and refreshes
     /// its rate. A restarted job reloads its checkpoint before it trains again.
     fn update_phase(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
+        self.touch(j);
         let reload = SimTime::from_secs_f64_ceil(self.recovery.reload_s);
         let job = &mut self.jobs[j];
         let trainable = job.running_ps == job.config.ps
@@ -686,6 +737,7 @@ impl World {
                     let node = pod.node.expect("placed pod has a node");
                     self.cluster.release(node, &pod.request);
                     self.on_node[node].remove(&p);
+                    self.hold(j, false);
                 }
                 PodState::Pending => {
                     self.drop_pending_pod(j, p);
@@ -750,7 +802,9 @@ impl World {
     fn sample(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
         let mut used = (0.0, 0.0, 0.0);
         let mut running = 0u32;
-        for &j in &self.active {
+        // A job holding no node has nothing to integrate (no allocation, no rate) and no
+        // pod to observe: it is skipped, not advanced.
+        for &j in &self.holding {
             let job = &mut self.jobs[j];
             job.advance(now, &mut self.pods);
             let (cpu, mem, gpu) = job.used(job.samples_done);
@@ -788,6 +842,9 @@ impl World {
                 job.history.remove(0);
             }
             job.history.push(sample);
+            if self.ticks {
+                self.changed.insert(job.request.id);
+            }
         }
         if self.observe_pods {
             self.sample_pods(now);
@@ -841,6 +898,14 @@ pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> 
         rescaling: job.migration.is_some() || job.saving.is_some(),
         restarts: job.restarts,
     }
+}
+
+/// A shape as an ordered key (for the scheduling pass's heap; keys are unique before
+/// shapes are compared, so this only has to be a total order).
+type ShapeKey = (u64, u64, u32);
+
+fn shape_key(r: &crate::Resources) -> ShapeKey {
+    (r.cpu_milli, r.mem_mb, r.gpu)
 }
 
 impl World {

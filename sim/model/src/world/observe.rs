@@ -59,6 +59,7 @@ fn role_str(role: Role) -> &'static str {
 impl World {
     /// Records a pod life-cycle event for the job's policy view and the trace.
     pub(super) fn pod_event(&mut self, now: SimTime, p: usize, kind: PodEventKind) {
+        self.touch(self.pods[p].job);
         let pod = &self.pods[p];
         let job = &mut self.jobs[pod.job];
         // The list runs to twice the window and then drops its older half at once, not one
@@ -88,8 +89,8 @@ impl World {
     /// active job was advanced to `now`.
     pub(super) fn sample_pods(&mut self, now: SimTime) {
         let cv = self.noise_cv;
-        let active: Vec<usize> = self.active.iter().copied().collect();
-        for j in active {
+        let holding: Vec<usize> = self.holding.iter().copied().collect();
+        for j in holding {
             let (id, batch) = (
                 self.jobs[j].spec.id,
                 f64::from(self.jobs[j].spec.batch_size),
@@ -127,6 +128,7 @@ impl World {
                     EWMA_ALPHA * rate + (1.0 - EWMA_ALPHA) * pod.ewma_rate
                 };
                 pod.last_sample = Some(sample);
+                self.touch(j);
                 if let Some(out) = self.observations.as_mut() {
                     let _ = writeln!(
                         out,

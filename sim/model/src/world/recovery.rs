@@ -128,6 +128,7 @@ impl World {
                 let node = pod.node.expect("placed pod has a node");
                 self.cluster.release(node, &pod.request);
                 self.on_node[node].remove(&p);
+                self.hold(j, false);
             }
         }
         let pod = self.pods[p].clone();

@@ -85,6 +85,17 @@ pub fn may_change_ps(now: SimTime, last_ps_change: Option<SimTime>) -> bool {
     last_ps_change.is_none_or(|t| now >= t + SimTime::from_secs(PS_INTERVAL_S))
 }
 
+/// (cores, MB) requested per pod id, sorted by id: rebuilt in place at every visit.
+#[derive(Clone, Debug, Default)]
+struct Requests(Vec<(usize, (f64, u64))>);
+
+impl Requests {
+    fn get(&self, pod: &usize) -> Option<&(f64, u64)> {
+        let i = self.0.binary_search_by_key(pod, |r| r.0).ok()?;
+        Some(&self.0[i].1)
+    }
+}
+
 /// One pod re-request waiting for the world to allow it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Resize {
@@ -104,7 +115,7 @@ struct JobState {
     /// The last pod event handled: (time, pod, kind).
     last_event: Option<(SimTime, usize, PodEventKind)>,
     /// Requests of the pods seen at the last tick, to size an OOM-killed pod's successor.
-    requests: BTreeMap<usize, (f64, u64)>,
+    requests: Requests,
     /// OOM re-requests and hot-PS migrations not yet issued.
     resizes: VecDeque<Resize>,
     /// When each pending pod was last re-requested smaller.
@@ -140,7 +151,7 @@ impl JobState {
             last_ps_change: None,
             window: VecDeque::new(),
             last_event: None,
-            requests: BTreeMap::new(),
+            requests: Requests::default(),
             resizes: VecDeque::new(),
             shrunk: BTreeMap::new(),
             mem_floor: [0, 0],
@@ -516,11 +527,13 @@ impl DlroverOss {
             };
             out.extend(planned);
         }
-        state.requests = job
-            .pods
-            .iter()
-            .map(|p| (p.id, (p.request.cpu_cores(), p.request.mem_mb)))
-            .collect();
+        state.requests.0.clear();
+        state.requests.0.extend(
+            job.pods
+                .iter()
+                .map(|p| (p.id, (p.request.cpu_cores(), p.request.mem_mb))),
+        );
+        state.requests.0.sort_unstable_by_key(|r| r.0);
         out
     }
 }

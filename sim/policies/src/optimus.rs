@@ -72,6 +72,9 @@ struct JobState {
     seen_until: Option<SimTime>,
     /// Profiling steps taken so far (alternating workers, PS, workers).
     profile_steps: u32,
+    /// The last fit and the samples it saw (`seen_until`): a job with no new sample is
+    /// not refitted at every tick.
+    fit: Option<(Option<SimTime>, Option<OptimusParams>)>,
 }
 
 impl JobState {
@@ -477,7 +480,15 @@ impl Optimus {
                 }
                 continue;
             }
-            let Ok(model) = OptimusParams::fit(&st.observations()) else {
+            let model = match st.fit {
+                Some((seen, model)) if seen == st.seen_until => model,
+                _ => {
+                    let model = OptimusParams::fit(&st.observations()).ok();
+                    st.fit = Some((st.seen_until, model));
+                    model
+                }
+            };
+            let Some(model) = model else {
                 continue;
             };
             fitted.push(Fitted {

@@ -252,8 +252,8 @@ pub struct ClusterView<'a> {
     pub nodes: &'a [crate::Node],
     /// Jobs launched and not yet ended.
     pub jobs: Jobs<'a>,
-    /// Jobs that ended since the policy's previous `on_tick` (all of them, for a policy
-    /// without ticks: then it is empty), in the order they ended.
+    /// Jobs that ended since the policy's previous `on_tick`, in the order they ended
+    /// (empty for a policy without ticks).
     pub ended: &'a [EndedJob],
     /// Ids of active jobs whose observable state changed since the policy's previous
     /// `on_tick` (a pod event, a pod or job profile sample, a phase change; empty for a

@@ -44,7 +44,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         };
     }
     let wall = Instant::now();
-    let mut scenario = Scenario::load(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
+    let mut scenario =
+        Scenario::load_streaming(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
     if let Some(seed) = args.seed {
         scenario
             .with_seed(seed)

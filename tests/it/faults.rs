@@ -78,6 +78,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         file,
         nodes,
         jobs: vec![spec].into(),
+        stream: None,
         keep_ended: true,
         trace_observations: false,
     }

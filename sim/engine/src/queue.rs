@@ -33,9 +33,14 @@ impl<E> Ord for Entry<E> {
 }
 
 /// A priority queue of events ordered by `(time, insertion sequence)`.
+/// Sequence numbers of [`EventQueue::push`] start here; those of
+/// [`EventQueue::push_first`] count up from 0, so they sort first at equal times.
+const NORMAL_SEQ: u64 = 1 << 63;
+
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
+    first_seq: u64,
     now: SimTime,
 }
 
@@ -49,7 +54,8 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
-            next_seq: 0,
+            next_seq: NORMAL_SEQ,
+            first_seq: 0,
             now: SimTime::ZERO,
         }
     }
@@ -57,9 +63,26 @@ impl<E> EventQueue<E> {
     pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(capacity),
-            next_seq: 0,
+            next_seq: NORMAL_SEQ,
+            first_seq: 0,
             now: SimTime::ZERO,
         }
+    }
+
+    /// Schedules `event` at `time` ahead of every event pushed with [`EventQueue::push`]
+    /// for the same time, whenever either was pushed; among themselves such events keep
+    /// their push order. A stream fed lazily (a trace's arrivals, one queued at a time)
+    /// thus orders exactly as if all of it had been queued first, up front.
+    pub fn push_first(&mut self, time: SimTime, event: E) {
+        assert!(
+            time >= self.now,
+            "event scheduled in the past: {time} < now {}",
+            self.now
+        );
+        let seq = self.first_seq;
+        self.first_seq += 1;
+        assert!(seq < NORMAL_SEQ, "too many first-class events");
+        self.heap.push(Entry { time, seq, event });
     }
 
     /// Schedules `event` at absolute time `time`. Scheduling in the past is a bug.
@@ -109,6 +132,19 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_class_events_precede_others_at_equal_times_whenever_pushed() {
+        let mut q = EventQueue::new();
+        q.push(SimTime(5), "c");
+        q.push_first(SimTime(5), "a");
+        q.push(SimTime(1), "x");
+        assert_eq!(q.pop(), Some((SimTime(1), "x")));
+        q.push_first(SimTime(5), "b");
+        q.push(SimTime(5), "d");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, ["a", "b", "c", "d"]);
+    }
 
     #[test]
     fn pops_in_time_order_then_insertion_order() {

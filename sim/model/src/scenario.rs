@@ -218,6 +218,9 @@ pub struct Scenario {
     pub nodes: Vec<Node>,
     /// The trace, shared with the runs of it (a run builds each job when it arrives).
     pub jobs: std::sync::Arc<Vec<JobSpec>>,
+    /// When set, the trace is not held in memory (`jobs` is empty): a run reads it again,
+    /// one record at a time, as jobs arrive ([`Scenario::load_streaming`]).
+    pub stream: Option<TraceStream>,
     /// Keep ended jobs and their pods in the world after they end (tests inspect them).
     /// Off, a run releases each job as it ends and its memory follows the live jobs: what
     /// `dlsim replay` and `dlsim sweep` do.
@@ -225,6 +228,13 @@ pub struct Scenario {
     /// Record what policies observe into `observations.csv` (a run option, not a file
     /// field: `dlsim replay --trace-observations`).
     pub trace_observations: bool,
+}
+
+/// A trace file a run reads as it goes: validated whole when the scenario loaded.
+#[derive(Clone, Debug)]
+pub struct TraceStream {
+    pub path: PathBuf,
+    pub jobs: usize,
 }
 
 impl Scenario {
@@ -235,9 +245,28 @@ impl Scenario {
         Scenario::from_text(path, &text)
     }
 
+    /// [`Scenario::load`], but a trace file is validated record by record (every check
+    /// of `load`, each error naming its line) and not kept: the run streams it again,
+    /// so memory holds the jobs alive at once, not the trace. A generated workload is
+    /// held as with `load`.
+    pub fn load_streaming(path: &Path) -> Result<Scenario, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
+        Scenario::parse(path, &text, true)
+    }
+
+    /// The number of jobs in the workload.
+    pub fn job_count(&self) -> usize {
+        self.stream.as_ref().map_or(self.jobs.len(), |s| s.jobs)
+    }
+
     /// Parses and validates scenario `text` as if read from `path` (relative paths inside
     /// resolve against its folder). Sweeps use it to run a scenario with overridden keys.
     pub fn from_text(path: &Path, text: &str) -> Result<Scenario, InputError> {
+        Scenario::parse(path, text, false)
+    }
+
+    fn parse(path: &Path, text: &str, stream: bool) -> Result<Scenario, InputError> {
         let de = &mut serde_json::Deserializer::from_str(text);
         let file: ScenarioFile =
             serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
@@ -305,6 +334,27 @@ impl Scenario {
                     "missing workload: give `trace` (a file) or `generate`".into(),
                 ))
             }
+            (Some(t), None) if stream => {
+                let tp = base.join(t);
+                let mut count = 0;
+                for record in dlsim_traces::TraceReader::open(&tp)? {
+                    let (line, job) = record?;
+                    check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line])?;
+                    count += 1;
+                }
+                return Ok(Scenario {
+                    path: path.to_path_buf(),
+                    file,
+                    nodes,
+                    jobs: std::sync::Arc::new(Vec::new()),
+                    stream: Some(TraceStream {
+                        path: tp,
+                        jobs: count,
+                    }),
+                    keep_ended: true,
+                    trace_observations: false,
+                });
+            }
             (Some(t), None) => {
                 let tp = base.join(t);
                 let trace = read_trace(&tp)?;
@@ -322,6 +372,7 @@ impl Scenario {
             file,
             nodes,
             jobs: std::sync::Arc::new(jobs),
+            stream: None,
             keep_ended: true,
             trace_observations: false,
         })

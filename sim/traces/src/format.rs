@@ -46,75 +46,125 @@ pub struct Trace {
 
 /// Reads and validates a whole trace. Every problem is reported with file, line and field.
 pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
-    let file = File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
-    let mut lines = BufReader::new(file).lines().enumerate();
-    let header_line = match lines.next() {
-        Some((_, Ok(l))) => l,
-        Some((_, Err(e))) => {
-            return Err(InputError::new(path, format!("cannot read: {e}")).at_line(1))
-        }
-        None => {
-            return Err(
-                InputError::new(path, "empty file: expected a dlsim-trace header").at_line(1),
-            )
-        }
-    };
-    let header: TraceHeader = parse_json(path, &header_line, 1)?;
-    if header.format != FORMAT_NAME {
-        return Err(InputError::new(
-            path,
-            format!("not a dlsim trace (format `{}`)", header.format),
-        )
-        .at_line(1)
-        .field("format"));
-    }
-    if header.version != FORMAT_VERSION {
-        return Err(InputError::new(
-            path,
-            format!(
-                "unsupported version {} (this dlsim reads {FORMAT_VERSION})",
-                header.version
-            ),
-        )
-        .at_line(1)
-        .field("version"));
-    }
+    let mut reader = TraceReader::open(path)?;
     let mut jobs = Vec::new();
-    let mut job_lines = Vec::new();
-    let mut ids = HashSet::new();
-    let mut last_submit = 0u64;
-    for (idx, line) in lines {
-        let line_no = idx + 1;
-        let line =
-            line.map_err(|e| InputError::new(path, format!("cannot read: {e}")).at_line(line_no))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut lines = Vec::new();
+    for record in &mut reader {
+        let (line, job) = record?;
+        jobs.push(job);
+        lines.push(line);
+    }
+    Ok(Trace {
+        header: reader.header,
+        jobs,
+        lines,
+    })
+}
+
+/// A trace read one record at a time, each validated as it is read (fields, unique id,
+/// sorted by `submit_s`): memory holds one line, plus the ids seen so far (to refuse a
+/// duplicate). Yields `(line number, job)`.
+pub struct TraceReader {
+    path: std::path::PathBuf,
+    pub header: TraceHeader,
+    lines: std::iter::Enumerate<std::io::Lines<BufReader<File>>>,
+    ids: HashSet<u64>,
+    last_submit: u64,
+    failed: bool,
+}
+
+impl TraceReader {
+    /// Opens `path` and reads and checks its header line.
+    pub fn open(path: &Path) -> Result<TraceReader, InputError> {
+        let file =
+            File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
+        let mut lines = BufReader::new(file).lines().enumerate();
+        let header_line = match lines.next() {
+            Some((_, Ok(l))) => l,
+            Some((_, Err(e))) => {
+                return Err(InputError::new(path, format!("cannot read: {e}")).at_line(1))
+            }
+            None => {
+                return Err(
+                    InputError::new(path, "empty file: expected a dlsim-trace header").at_line(1),
+                )
+            }
+        };
+        let header: TraceHeader = parse_json(path, &header_line, 1)?;
+        if header.format != FORMAT_NAME {
+            return Err(InputError::new(
+                path,
+                format!("not a dlsim trace (format `{}`)", header.format),
+            )
+            .at_line(1)
+            .field("format"));
         }
-        let job: JobSpec = parse_json(path, &line, line_no)?;
+        if header.version != FORMAT_VERSION {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "unsupported version {} (this dlsim reads {FORMAT_VERSION})",
+                    header.version
+                ),
+            )
+            .at_line(1)
+            .field("version"));
+        }
+        Ok(TraceReader {
+            path: path.to_path_buf(),
+            header,
+            lines,
+            ids: HashSet::new(),
+            last_submit: 0,
+            failed: false,
+        })
+    }
+
+    fn record(&mut self, line_no: usize, line: &str) -> Result<JobSpec, InputError> {
+        let path = self.path.as_path();
+        let job: JobSpec = parse_json(path, line, line_no)?;
         if let Err((field, msg)) = job.validate() {
             return Err(InputError::new(path, msg).at_line(line_no).field(field));
         }
-        if !ids.insert(job.id) {
+        if !self.ids.insert(job.id) {
             return Err(
                 InputError::new(path, format!("duplicate job id {}", job.id))
                     .at_line(line_no)
                     .field("id"),
             );
         }
-        if job.submit_s < last_submit {
+        if job.submit_s < self.last_submit {
             return Err(InputError::new(path, "jobs must be sorted by submit_s")
                 .at_line(line_no)
                 .field("submit_s"));
         }
-        last_submit = job.submit_s;
-        jobs.push(job);
-        job_lines.push(line_no);
+        self.last_submit = job.submit_s;
+        Ok(job)
     }
-    Ok(Trace {
-        header,
-        jobs,
-        lines: job_lines,
-    })
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<(usize, JobSpec), InputError>;
+
+    /// The next job; after an error, nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        for (idx, line) in self.lines.by_ref() {
+            let line_no = idx + 1;
+            let result = match line {
+                Err(e) => {
+                    Err(InputError::new(&self.path, format!("cannot read: {e}")).at_line(line_no))
+                }
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => self.record(line_no, &line),
+            };
+            self.failed = result.is_err();
+            return Some(result.map(|job| (line_no, job)));
+        }
+        None
+    }
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(

@@ -10,6 +10,8 @@ pub mod generator;
 pub mod job;
 
 pub use error::InputError;
-pub use format::{read_trace, write_trace, Trace, TraceHeader, FORMAT_NAME, FORMAT_VERSION};
+pub use format::{
+    read_trace, write_trace, Trace, TraceHeader, TraceReader, FORMAT_NAME, FORMAT_VERSION,
+};
 pub use generator::{generate, GeneratorConfig};
 pub use job::{JobSpec, ModelKind, Observed, Outcome, ScaleEvent};

@@ -131,7 +131,12 @@ pub struct World {
     /// The trace, shared with the scenario: job `i` is built from `specs[i]` when it
     /// arrives.
     specs: std::sync::Arc<Vec<dlsim_traces::JobSpec>>,
+    /// Or the streamed trace and its next record (the next job to arrive).
+    stream: Option<(dlsim_traces::TraceReader, Option<dlsim_traces::JobSpec>)>,
     arrived: Vec<bool>,
+    /// Arrival events in the queue (all future ones for a trace in memory, the next one
+    /// for a streamed trace): left out when deciding to sweep dead timers.
+    queued_arrivals: usize,
     streams: RngStreams,
     job_variation_sigma: f64,
     truth_settings: crate::scenario::TruthSettings,
@@ -171,10 +176,25 @@ impl World {
     ) -> World {
         let f = &scenario.file;
         let streams = RngStreams::new(f.seed);
-        // Jobs are built when they arrive (`arrive`), so a job's memory is held from its
-        // arrival to its end; the arrivals themselves are queued up front.
-        for (i, spec) in scenario.jobs.iter().enumerate() {
-            queue.push(SimTime::from_secs(spec.submit_s), Event::JobArrival(i));
+        // Jobs are built when they arrive (`build_job`), so a job's memory is held from
+        // its arrival to its end. A trace in memory has every arrival queued up front; a
+        // streamed one (validated sorted when the scenario loaded) has only the next one
+        // queued, read as the previous one arrives. Arrivals go first among events at
+        // the same time either way (`push_first`), so both order the run identically.
+        let n = scenario.job_count();
+        let stream = scenario.stream.as_ref().map(|t| {
+            let mut reader =
+                dlsim_traces::TraceReader::open(&t.path).unwrap_or_else(|e| trace_changed(&e));
+            let next = next_record(&mut reader);
+            if let Some(spec) = &next {
+                queue.push_first(SimTime::from_secs(spec.submit_s), Event::JobArrival(0));
+            }
+            (reader, next)
+        });
+        if stream.is_none() {
+            for (i, spec) in scenario.jobs.iter().enumerate() {
+                queue.push_first(SimTime::from_secs(spec.submit_s), Event::JobArrival(i));
+            }
         }
         let sample_every = SimTime::from_secs(f.timeline_interval_s);
         queue.push(SimTime::ZERO, Event::Sample);
@@ -188,11 +208,17 @@ impl World {
         let ticks = policy.tick_interval().is_some();
         World {
             cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
-            unfinished: scenario.jobs.len(),
-            jobs: Slots::empty(scenario.jobs.len()),
+            unfinished: n,
+            jobs: Slots::empty(n),
             pods: Slots::default(),
             specs: scenario.jobs.clone(),
-            arrived: vec![false; scenario.jobs.len()],
+            queued_arrivals: if stream.is_some() {
+                usize::from(n > 0)
+            } else {
+                n
+            },
+            stream,
+            arrived: vec![false; n],
             streams,
             job_variation_sigma: f.truth.job_variation_sigma,
             truth_settings: f.truth.clone(),
@@ -295,8 +321,16 @@ impl World {
     }
 
     /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
+    /// A streamed trace is read in order, so `j` is then the next record's job.
     fn build_job(&mut self, j: usize) {
-        let spec = &self.specs[j];
+        let owned;
+        let spec = match &mut self.stream {
+            Some((reader, next)) => {
+                owned = std::mem::replace(next, next_record(reader)).expect("a record per job");
+                &owned
+            }
+            None => &self.specs[j],
+        };
         let mut rng = self.streams.substream("job-truth", spec.id);
         let sigma = self.job_variation_sigma;
         let mut factor = || {
@@ -900,6 +934,19 @@ pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> 
     }
 }
 
+/// The next record of a streamed trace.
+fn next_record(reader: &mut dlsim_traces::TraceReader) -> Option<dlsim_traces::JobSpec> {
+    reader
+        .next()
+        .map(|r| r.unwrap_or_else(|e| trace_changed(&e)).1)
+}
+
+/// A streamed trace was validated whole when the scenario loaded; failing now means the
+/// file changed under the run.
+fn trace_changed(e: &dlsim_traces::InputError) -> ! {
+    panic!("the trace changed while it was replayed: {e}")
+}
+
 /// A shape as an ordered key (for the scheduling pass's heap; keys are unique before
 /// shapes are compared, so this only has to be a total order).
 type ShapeKey = (u64, u64, u32);
@@ -925,6 +972,11 @@ impl dlsim_engine::World for World {
         match event {
             Event::JobArrival(j) => {
                 self.build_job(j);
+                self.queued_arrivals -= 1;
+                if let Some((_, Some(next))) = &self.stream {
+                    queue.push_first(SimTime::from_secs(next.submit_s), Event::JobArrival(j + 1));
+                    self.queued_arrivals += 1;
+                }
                 self.consult(now, Some(j), queue)
             }
             Event::Schedule => self.schedule(now, queue),

@@ -191,7 +191,7 @@ impl World {
         // skipping them keeps the queue small.
         if ttf_s < 365.0 * 86_400.0 {
             queue.push(now + SimTime::from_secs_f64_ceil(ttf_s), Event::PodFail(p));
-            if queue.len() >= self.compact_timers_at {
+            if queue.len() - self.queued_arrivals >= self.compact_timers_at {
                 self.drop_dead_timers(queue);
             }
         }
@@ -202,13 +202,15 @@ impl World {
     /// dlrover replay leaves ~10^5 behind), so once the queue has doubled since the last
     /// sweep, the timers of finished pods are dropped: the queue stays near its live size
     /// and every push and pop gets cheaper. Only no-op events go, so nothing else changes,
-    /// except that `events` no longer counts them.
+    /// except that `events` no longer counts them. Queued arrivals are left out of the
+    /// count, so a trace queued up front and one streamed sweep at the same instants.
     fn drop_dead_timers(&mut self, queue: &mut EventQueue<Event>) {
         let pods = &self.pods;
         queue.retain(|e| {
             !matches!(e, Event::PodFail(p) if pods.get(*p).is_none_or(|x| x.state == PodState::Finished))
         });
-        self.compact_timers_at = (2 * queue.len()).max(TIMER_COMPACTION_MIN);
+        self.compact_timers_at =
+            (2 * (queue.len() - self.queued_arrivals)).max(TIMER_COMPACTION_MIN);
     }
 
     /// A memory limit was crossed: kill the offending pod (a PS whose embeddings grew past

@@ -122,8 +122,10 @@ pub struct Observed {
     /// Real wait from submission to start, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_s: Option<u64>,
-    /// Elastic changes of the pod counts over the job's life, in time order. The simulator
-    /// does not apply these yet; the job's `ps`/`workers` hold the peak counts.
+    /// Elastic changes of the pod counts over the job's life, in time order. The job's
+    /// `ps`/`workers` hold the peak counts; under `static` (the user's own configuration)
+    /// the world follows these changes (`dlsim_model` `world/recorded.rs`), and other
+    /// policies size the job themselves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scale: Vec<ScaleEvent>,
 }

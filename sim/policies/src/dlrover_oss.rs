@@ -163,14 +163,15 @@ impl JobState {
 
 /// Each job's master decides every 30 s; a tick visits only the jobs whose decision could
 /// differ from "nothing": those whose state changed since the last tick
-/// ([`ClusterView::changed`]), those it watches (training, rescaling, or with resizes
-/// queued) and those whose pending-pod timer is due. A job waiting in the queue with
-/// nothing new costs nothing per tick.
+/// ([`ClusterView::changed`]), those it watches (rescaling, with resizes queued, or with
+/// optimizer stages still to step through) and those whose timer is due (a pending pod to
+/// shrink, a plan or PS-change gate opening: `next_wake`). A job waiting in the queue
+/// with nothing new costs nothing per tick.
 pub struct DlroverOss {
     limits: Limits,
     jobs: BTreeMap<u64, JobState>,
     watch: BTreeSet<u64>,
-    /// (due, job): the next time a waiting job's pending pod may be shrunk.
+    /// (due, job): the next time a job's decision could differ with nothing changed.
     timers: BTreeSet<(SimTime, u64)>,
 }
 

@@ -86,14 +86,8 @@ const SLICES: &[Slice] = &[
     },
 ];
 
-const BATCH_POLICIES: [&str; 6] = [
-    "static",
-    "dlrover",
-    "dlrover-oss",
-    "optimus",
-    "es",
-    "well-tuned",
-];
+/// Every batch policy.
+const BATCH_POLICIES: &[&str] = dlsim_policies::POLICY_NAMES;
 
 fn slice(name: &str) -> &'static Slice {
     SLICES.iter().find(|s| s.name == name).expect("a slice")
@@ -188,7 +182,7 @@ fn replays_under_every_batch_policy(name: &str) {
     );
     std::fs::write(&scenario, text).unwrap();
     let scenario = Scenario::load(&scenario).unwrap();
-    for policy in BATCH_POLICIES {
+    for &policy in BATCH_POLICIES {
         let ctx = format!("{name} under {policy}");
         let out = dlsim_model::run(&scenario, dlsim_policies::build(policy).unwrap());
         // As `dlsim replay` runs it (ended jobs released): the same outputs.
@@ -220,16 +214,7 @@ fn replays_under_every_batch_policy(name: &str) {
                 }
                 other => panic!("job {} left {other:?}; {ctx}", job.spec.id),
             }
-            if let Some(ledger) = &job.ledger {
-                ledger
-                    .check_consistent()
-                    .unwrap_or_else(|e| panic!("{e}; {ctx}"));
-                if job.phase == JobPhase::Completed {
-                    ledger
-                        .check_exactly_once()
-                        .unwrap_or_else(|e| panic!("{e}; {ctx}"));
-                }
-            }
+            crate::support::check_ledger(job, &ctx);
             let u = &job.usage;
             assert!(
                 u.cpu_used_core_s <= u.cpu_alloc_core_s * (1.0 + 1e-9),

@@ -321,16 +321,7 @@ fn random_scenarios_keep_every_invariant() {
                 assert_eq!(end, SimTime::from_secs(h), "{ctx}");
             }
             assert!(job.steps_done() <= job.spec.steps, "{ctx}");
-            if let Some(ledger) = &job.ledger {
-                ledger
-                    .check_consistent()
-                    .unwrap_or_else(|e| panic!("{e}; {ctx}"));
-                if job.phase == JobPhase::Completed {
-                    ledger
-                        .check_exactly_once()
-                        .unwrap_or_else(|e| panic!("{e}; {ctx}"));
-                }
-            }
+            crate::support::check_ledger(job, &ctx);
             assert!(
                 job.usage.cpu_used_core_s <= job.usage.cpu_alloc_core_s * (1.0 + 1e-9),
                 "used <= allocated; {ctx}"

@@ -52,12 +52,7 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue {
-            heap: BinaryHeap::new(),
-            next_seq: NORMAL_SEQ,
-            first_seq: 0,
-            now: SimTime::ZERO,
-        }
+        Self::with_capacity(0)
     }
 
     pub fn with_capacity(capacity: usize) -> Self {
@@ -74,26 +69,25 @@ impl<E> EventQueue<E> {
     /// their push order. A stream fed lazily (a trace's arrivals, one queued at a time)
     /// thus orders exactly as if all of it had been queued first, up front.
     pub fn push_first(&mut self, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < now {}",
-            self.now
-        );
         let seq = self.first_seq;
         self.first_seq += 1;
         assert!(seq < NORMAL_SEQ, "too many first-class events");
-        self.heap.push(Entry { time, seq, event });
+        self.push_at(time, seq, event);
     }
 
     /// Schedules `event` at absolute time `time`. Scheduling in the past is a bug.
     pub fn push(&mut self, time: SimTime, event: E) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.push_at(time, seq, event);
+    }
+
+    fn push_at(&mut self, time: SimTime, seq: u64, event: E) {
         assert!(
             time >= self.now,
             "event scheduled in the past: {time} < now {}",
             self.now
         );
-        let seq = self.next_seq;
-        self.next_seq += 1;
         self.heap.push(Entry { time, seq, event });
     }
 

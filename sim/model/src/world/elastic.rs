@@ -91,18 +91,7 @@ impl World {
         } else {
             // Remove the least advanced first: pending, then starting, then the newest
             // running workers.
-            let mut order = current;
-            order.sort_by_key(|&p| {
-                let rank = match self.pods[p].state {
-                    PodState::Pending => 0,
-                    PodState::Starting => 1,
-                    _ => 2,
-                };
-                (rank, std::cmp::Reverse(p))
-            });
-            for &p in order.iter().take((n - workers) as usize) {
-                self.retire_pod(now, p, PodEventKind::Stopped);
-            }
+            self.retire_least_advanced(now, current, (n - workers) as usize);
         }
         self.jobs[j].config.workers = workers;
         self.update_phase(now, j, queue);

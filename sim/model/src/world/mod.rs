@@ -106,10 +106,11 @@ pub struct World {
     /// queued (mostly pod-failure timers of pods long gone) can change nothing.
     drained: bool,
     /// Pending pods, in scheduling order: higher priority first, then submission order.
-    pending: BTreeSet<PendingKey>,
+    /// How many pods wait in the queue (their keys are in `pending_shapes`).
+    pending: usize,
     /// Requests of the pods in `pending`, summed.
     pending_total: crate::Resources,
-    /// The keys of `pending` per distinct request (shape): a scheduling pass walks the
+    /// The queue: pending pods' keys per distinct request (shape). A scheduling pass walks the
     /// shapes that could still fit, in queue order, and drops a shape at its first
     /// failure (see `schedule`). Only looked up, never iterated in its own order.
     pending_shapes: HashMap<crate::Resources, BTreeSet<PendingKey>>,
@@ -237,7 +238,7 @@ impl World {
             history_len: f.observation.history_len,
             horizon: f.horizon_s.map(SimTime::from_secs),
             drained: false,
-            pending: BTreeSet::new(),
+            pending: 0,
             pending_total: crate::Resources::ZERO,
             pending_shapes: HashMap::new(),
             ended: Vec::new(),
@@ -323,13 +324,11 @@ impl World {
     /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
     /// A streamed trace is read in order, so `j` is then the next record's job.
     fn build_job(&mut self, j: usize) {
-        let owned;
         let spec = match &mut self.stream {
             Some((reader, next)) => {
-                owned = std::mem::replace(next, next_record(reader)).expect("a record per job");
-                &owned
+                std::mem::replace(next, next_record(reader)).expect("a record per job")
             }
-            None => &self.specs[j],
+            None => self.specs[j].clone(),
         };
         let mut rng = self.streams.substream("job-truth", spec.id);
         let sigma = self.job_variation_sigma;
@@ -346,7 +345,7 @@ impl World {
         let truth = perf::perturbed(&self.truth_settings.params_for(spec.model), factors);
         self.job_index.insert(spec.id, j);
         self.arrived[j] = true;
-        self.jobs.fill(j, Job::new(spec.clone(), truth));
+        self.jobs.fill(j, Job::new(spec, truth));
         self.peak_live.0 = self.peak_live.0.max(self.jobs.live());
     }
 
@@ -449,7 +448,7 @@ impl World {
     }
 
     fn queue_schedule(&mut self, now: SimTime, queue: &mut EventQueue<Event>) {
-        if !self.schedule_queued && !self.pending.is_empty() {
+        if !self.schedule_queued && self.pending > 0 {
             self.schedule_queued = true;
             queue.push(now, Event::Schedule);
         }
@@ -530,13 +529,29 @@ impl World {
         }
     }
 
+    /// Retires the `n` least advanced of `pods`: pending first, then starting, then the
+    /// newest running (what a scale-down removes). Call after `advance(now)`.
+    pub(super) fn retire_least_advanced(&mut self, now: SimTime, mut pods: Vec<usize>, n: usize) {
+        pods.sort_by_key(|&p| {
+            let rank = match self.pods[p].state {
+                PodState::Pending => 0,
+                PodState::Starting => 1,
+                _ => 2,
+            };
+            (rank, Reverse(p))
+        });
+        for &p in pods.iter().take(n) {
+            self.retire_pod(now, p, PodEventKind::Stopped);
+        }
+    }
+
     /// Puts pod `p` of job `j` in the scheduling queue.
     pub(super) fn queue_pod(&mut self, j: usize, p: usize) {
         let req = self.pods[p].request;
         let job = &mut self.jobs[j];
         job.pending_pods += 1;
         let key = (Reverse(job.spec.priority), j, p);
-        self.pending.insert(key);
+        self.pending += 1;
         self.pending_total += req;
         self.pending_shapes.entry(req).or_default().insert(key);
     }
@@ -544,7 +559,7 @@ impl World {
     /// Takes a pod out of the scheduling queue (placed, or gone).
     fn unqueue_pod(&mut self, key: PendingKey) {
         let req = self.pods[key.2].request;
-        self.pending.remove(&key);
+        self.pending -= 1;
         self.pending_total -= req;
         self.forget_shape(req, key);
         self.jobs[key.1].pending_pods -= 1;
@@ -894,7 +909,7 @@ impl World {
             gpu_used: used.2,
             running_jobs: running,
             active_jobs: self.active.len() as u32,
-            pending_pods: self.pending.len() as u32,
+            pending_pods: self.pending as u32,
         });
         if self.unfinished > 0 {
             queue.push(now + self.sample_every, Event::Sample);

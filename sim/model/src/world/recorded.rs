@@ -33,7 +33,7 @@
 
 use super::{Event, World};
 use crate::job::{PodState, Role};
-use crate::policy::{JobConfig, PodEventKind};
+use crate::policy::JobConfig;
 use dlsim_engine::{EventQueue, SimTime};
 use dlsim_traces::{JobSpec, ScaleEvent};
 
@@ -150,7 +150,7 @@ impl World {
     /// Adds or removes pods of `role` in place until the job has `target`, standby ones
     /// (added PS not yet up) included.
     fn set_count(&mut self, now: SimTime, j: usize, role: Role, target: u32) {
-        let mut live: Vec<usize> = self.jobs[j]
+        let live: Vec<usize> = self.jobs[j]
             .pods
             .iter()
             .copied()
@@ -169,17 +169,7 @@ impl World {
             }
         } else {
             // The least advanced go first: pending, then starting, then the newest running.
-            live.sort_by_key(|&p| {
-                let rank = match self.pods[p].state {
-                    PodState::Pending => 0,
-                    PodState::Starting => 1,
-                    _ => 2,
-                };
-                (rank, std::cmp::Reverse(p))
-            });
-            for &p in live.iter().take((n - target) as usize) {
-                self.retire_pod(now, p, PodEventKind::Stopped);
-            }
+            self.retire_least_advanced(now, live, (n - target) as usize);
         }
     }
 

@@ -139,7 +139,6 @@ pub struct World {
     /// for a streamed trace): left out when deciding to sweep dead timers.
     queued_arrivals: usize,
     streams: RngStreams,
-    job_variation_sigma: f64,
     truth_settings: crate::scenario::TruthSettings,
     /// Keep ended jobs and their pods in `jobs`/`pods` (tests inspect them); otherwise
     /// they are released as they end and only `tally` remembers them.
@@ -221,7 +220,6 @@ impl World {
             stream,
             arrived: vec![false; n],
             streams,
-            job_variation_sigma: f.truth.job_variation_sigma,
             truth_settings: f.truth.clone(),
             keep_ended: scenario.keep_ended,
             tally: crate::metrics::JobTally::new(),
@@ -331,7 +329,7 @@ impl World {
             None => self.specs[j].clone(),
         };
         let mut rng = self.streams.substream("job-truth", spec.id);
-        let sigma = self.job_variation_sigma;
+        let sigma = self.truth_settings.job_variation_sigma;
         let mut factor = || {
             if sigma > 0.0 {
                 LogNormal::new(0.0, sigma)

@@ -5,6 +5,7 @@
 mod check;
 mod replay;
 mod report;
+mod reproduce;
 mod sweep;
 mod trace;
 
@@ -59,6 +60,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Aggregate runs or sweeps into report.md, a self-contained report.html, tables and figures.
     Report(report::ReportArgs),
+    /// Run the papers' experiments and put every published number next to dlsim's.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -83,6 +86,7 @@ where
         Command::Merge(args) => sweep::merge(&args),
         Command::Check(args) => check::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
         Command::Calibrate(args) => {
             dlsim_kernel::calibrate::run_cli(&args).map_err(|e| {
                 match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {

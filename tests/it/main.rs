@@ -11,6 +11,7 @@ mod faults;
 mod importers;
 mod online;
 mod report;
+mod reproduce;
 mod simulation;
 mod support;
 mod sweep;

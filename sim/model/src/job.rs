@@ -132,6 +132,12 @@ pub struct UsageIntegrals {
     pub mem_used_mb_s: f64,
     pub gpu_alloc_s: f64,
     pub gpu_used_s: f64,
+    /// The same CPU and memory integrals split by role, `[worker, ps]`: DLRover-RM reports
+    /// worker and PS utilisation apart (production, Sec. 6.3).
+    pub role_cpu_alloc_core_s: [f64; 2],
+    pub role_cpu_used_core_s: [f64; 2],
+    pub role_mem_alloc_mb_s: [f64; 2],
+    pub role_mem_used_mb_s: [f64; 2],
 }
 
 pub struct Job {
@@ -351,6 +357,22 @@ impl Job {
         (cpu, mem, gpu)
     }
 
+    /// [`Job::used`]'s CPU cores and memory MB split by role, `[worker, ps]` (summed
+    /// separately, so [`Job::used`] keeps its own order of additions).
+    pub fn used_by_role(&self, samples: f64) -> ([f64; 2], [f64; 2]) {
+        let w = f64::from(self.running_workers);
+        let p = f64::from(self.running_ps);
+        let cpu = self
+            .perf
+            .map_or([0.0, 0.0], |x| [x.worker_cpu_used, x.ps_cpu_used]);
+        let mem = [
+            w * self.worker_mem_used_mb(),
+            p * perf::PS_BASE_MB
+                + self.ps_share_running * (3.0 * self.spec.dense_mb + self.emb_mb(samples)),
+        ];
+        (cpu, mem)
+    }
+
     /// Moves progress and usage integrals forward to `now` at the current rate.
     pub fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
         let dt = (now - self.last_update).as_secs_f64();
@@ -363,7 +385,19 @@ impl Job {
         // PS memory grows linearly in samples within a piece: the midpoint is exact.
         let (cpu, mem, gpu) = self.used((before + after) / 2.0);
         let alloc = self.allocated(pods);
+        let (role_cpu, role_mem) = self.used_by_role((before + after) / 2.0);
+        let mut role_alloc = [Resources::ZERO; 2];
+        for p in self.pods.iter().map(|&p| &pods[p]).filter(|p| p.placed()) {
+            let r = &mut role_alloc[usize::from(p.role == Role::Ps)];
+            *r += p.request;
+        }
         let u = &mut self.usage;
+        for k in 0..2 {
+            u.role_cpu_alloc_core_s[k] += role_alloc[k].cpu_cores() * dt;
+            u.role_cpu_used_core_s[k] += role_cpu[k] * dt;
+            u.role_mem_alloc_mb_s[k] += role_alloc[k].mem_mb as f64 * dt;
+            u.role_mem_used_mb_s[k] += role_mem[k] * dt;
+        }
         u.cpu_alloc_core_s += alloc.cpu_cores() * dt;
         u.cpu_used_core_s += cpu * dt;
         u.mem_alloc_mb_s += alloc.mem_mb as f64 * dt;

@@ -584,3 +584,24 @@ fn check_jobs_fit(
     }
     Ok(())
 }
+
+/// Sets the dotted `key` (for example `faults.pod_failure_per_day`) of a JSON document to
+/// `value`, creating objects on the way: how sweeps and `dlsim reproduce` apply their
+/// scenario overrides before the scenario is validated.
+pub fn set_dotted(root: &mut serde_json::Value, key: &str, value: serde_json::Value) {
+    let mut cur = root;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = serde_json::Value::Object(Default::default());
+        }
+        let obj = cur.as_object_mut().expect("made an object above");
+        if i + 1 == parts.len() {
+            obj.insert(part.to_string(), value);
+            return;
+        }
+        cur = obj
+            .entry(part.to_string())
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    }
+}

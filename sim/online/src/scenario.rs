@@ -275,10 +275,16 @@ pub fn is_online_text(text: &str) -> bool {
 pub fn load(path: &Path) -> Result<OnlineScenario, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    let de = &mut serde_json::Deserializer::from_str(&text);
+    from_text(path, &text)
+}
+
+/// Parses and validates an online scenario's `text`, read from (or standing for) `path`,
+/// against which its relative paths resolve.
+pub fn from_text(path: &Path, text: &str) -> Result<OnlineScenario, InputError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
     let file: OnlineFile =
         serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
-    validate(path, &text, &file)?;
+    validate(path, text, &file)?;
     Ok(OnlineScenario {
         path: path.to_path_buf(),
         file,

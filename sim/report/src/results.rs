@@ -279,20 +279,7 @@ fn paired<'a>(
     })
 }
 
-/// The 97.5% quantile of Student's t with `df` degrees of freedom.
-pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => T[df - 1],
-        // Cornish-Fisher first term: within 0.003 of the exact value above 30.
-        _ => 1.959_964 + 2.372 / df as f64,
-    }
-}
+pub use dlsim_fit::metrics::t975;
 
 /// `ablation`: every comparison x metric, in long form.
 pub fn ablation_table(ablation: &Ablation) -> Table {

@@ -7,6 +7,7 @@
 //! is what makes `--shard i/n` slices and `dlsim merge` exact.
 
 use dlsim_engine::RngStreams;
+use dlsim_model::scenario::set_dotted;
 use dlsim_policies::PolicySpec;
 use dlsim_traces::InputError;
 use rand::RngCore;
@@ -405,24 +406,6 @@ fn slug(s: &str) -> String {
 }
 
 /// Sets `a.b.c` in a JSON object, creating objects on the way.
-fn set_dotted(root: &mut Value, key: &str, value: Value) {
-    let mut cur = root;
-    let parts: Vec<&str> = key.split('.').collect();
-    for (i, part) in parts.iter().enumerate() {
-        if !cur.is_object() {
-            *cur = Value::Object(Default::default());
-        }
-        let obj = cur.as_object_mut().expect("made an object above");
-        if i + 1 == parts.len() {
-            obj.insert(part.to_string(), value);
-            return;
-        }
-        cur = obj
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Object(Default::default()));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,171 @@
+//! `dlsim reproduce`: runs the paper experiments of `scenarios/paper/<paper>/paper.json`
+//! (seeds paired across arms, in parallel, with a progress bar) and writes `reproduce.md`,
+//! `reproduce.html` and `reproduce.json` into `--out`, all at once (a temporary folder
+//! renamed into place). `--check FILE` compares the run with a committed reproduction and
+//! exits 1 when a row's direction flips or its value leaves its band (see
+//! `dlsim_reproduce::render`).
+
+use crate::BadInput;
+use clap::Args;
+use dlsim_reproduce::{manifest::PAPERS, render, Options, Report};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct ReproduceArgs {
+    /// Which paper's numbers: dlrover-rm, dlrover, kale, picasso or all.
+    #[arg(long, default_value = "all")]
+    pub paper: String,
+    /// Fewer seeds and smaller runs of the same shapes (what CI runs, a few minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only the experiments holding these row ids (repeatable, or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub row: Vec<String>,
+    /// Worker threads [default: all cores]; results are identical on any count.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output folder for reproduce.{md,html,json}.
+    #[arg(long, default_value = "reports/runs/reproduce")]
+    pub out: PathBuf,
+    /// Folder of the paper manifests.
+    #[arg(long, default_value = "scenarios/paper")]
+    pub papers_dir: PathBuf,
+    /// A committed reproduce.json to check this run against (exit 1 on a flipped direction
+    /// or a value out of its band).
+    #[arg(long)]
+    pub check: Option<PathBuf>,
+    /// Print nothing but errors and the headline.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
+    let papers: Vec<String> = if args.paper == "all" {
+        PAPERS.iter().map(|s| s.to_string()).collect()
+    } else if PAPERS.contains(&args.paper.as_str()) {
+        vec![args.paper.clone()]
+    } else {
+        return Err(BadInput(format!(
+            "--paper: unknown paper `{}` (known: {}, all)",
+            args.paper,
+            PAPERS.join(", ")
+        ))
+        .into());
+    };
+    if args.threads == Some(0) {
+        return Err(BadInput("--threads: must be at least 1".into()).into());
+    }
+    let committed = args.check.as_ref().map(|p| read_report(p)).transpose()?;
+    let opts = Options {
+        root: args.papers_dir.clone(),
+        papers,
+        quick: args.quick,
+        rows: args.row.iter().cloned().collect(),
+    };
+    let manifests = dlsim_reproduce::load(&opts).map_err(|e| BadInput(e.to_string()))?;
+    if !opts.rows.is_empty() {
+        let known: Vec<&str> = manifests
+            .iter()
+            .flat_map(|p| p.file.experiments.iter())
+            .flat_map(|e| e.rows.iter().map(|r| r.id.as_str()))
+            .collect();
+        if let Some(bad) = opts.rows.iter().find(|r| !known.contains(&r.as_str())) {
+            return Err(BadInput(format!("--row: no row `{bad}` in the selected papers")).into());
+        }
+    }
+    dlsim_reproduce::validate(&manifests, &opts).map_err(BadInput)?;
+    let bar = ProgressBar::new(0);
+    if args.quiet {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
+            .expect("valid template"),
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()?;
+    let start = Instant::now();
+    let report = pool
+        .install(|| {
+            dlsim_reproduce::run(&manifests, &opts, &|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            })
+        })
+        .map_err(BadInput)?;
+    bar.finish_and_clear();
+    write_outputs(&args.out, &report)?;
+    println!("{}.", render::headline(&report));
+    if !args.quiet {
+        println!(
+            "{} runs in {:.1} s. Outputs: {}",
+            report.rows.len(),
+            start.elapsed().as_secs_f64(),
+            args.out.join("reproduce.md").display()
+        );
+    }
+    if let Some(c) = committed {
+        let problems = render::check(&report, &c);
+        if !problems.is_empty() {
+            for p in &problems {
+                eprintln!("reproduce check: {p}");
+            }
+            eprintln!(
+                "reproduce check: {} problem(s) against {}",
+                problems.len(),
+                args.check.as_ref().expect("checked").display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!(
+            "reproduce check: every row within its band of {}",
+            args.check.as_ref().expect("checked").display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_report(p: &Path) -> anyhow::Result<Report> {
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| BadInput(format!("{}: cannot read: {e}", p.display())))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        BadInput(format!(
+            "{}: field `{}`: {}",
+            p.display(),
+            e.path(),
+            e.inner()
+        ))
+        .into()
+    })
+}
+
+/// Writes the three files into a temporary sibling folder, then renames it into place.
+fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent {
+        std::fs::create_dir_all(p)?;
+    }
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "reproduce".into());
+    let tmp = parent
+        .unwrap_or(Path::new("."))
+        .join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let json = serde_json::to_string_pretty(r).expect("report serialises") + "\n";
+    std::fs::write(tmp.join("reproduce.json"), json)?;
+    std::fs::write(tmp.join("reproduce.md"), render::markdown(r))?;
+    std::fs::write(tmp.join("reproduce.html"), render::html(r))?;
+    if out.exists() {
+        std::fs::remove_dir_all(out)?;
+    }
+    std::fs::rename(&tmp, out)?;
+    Ok(())
+}

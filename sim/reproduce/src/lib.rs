@@ -1,0 +1,438 @@
+//! `dlsim reproduce`: every published number of the source papers that dlsim can express,
+//! next to dlsim's value for it, with a 95% confidence interval over seeds, whether the
+//! direction agrees and how far the magnitude is off.
+//!
+//! The experiments are data, not code: `scenarios/paper/<paper>/paper.json`
+//! ([`manifest`]) names each experiment's scenario (built from the paper's stated setup),
+//! its arms (policy specs) and seeds, and the rows it reproduces, each a metric expression
+//! ([`metric`]) over the run's own outputs. Every arm runs every seed (seeds `1..=n`), so
+//! comparisons between arms are paired by seed and face the same faults. Runs go in
+//! parallel on rayon; the result is the same on any thread count, since each run is
+//! deterministic and rows are assembled in manifest order. [`render`] writes
+//! `reproduce.md`, `reproduce.html` and `reproduce.json`, and checks a run against the
+//! committed bands (`--check`).
+//!
+//! Nothing here tunes anything: a scenario's parameters come from the paper's stated setup,
+//! the simulated truth is the same for every paper, and a row outside +-25% carries a
+//! written diagnosis in its manifest instead of a correction factor.
+
+pub mod manifest;
+pub mod metric;
+pub mod render;
+
+use manifest::{Compare, Paper, Source};
+use metric::RunData;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The folder of the paper manifests (`scenarios/paper`).
+    pub root: PathBuf,
+    pub papers: Vec<String>,
+    pub quick: bool,
+    /// Only the experiments holding these row ids (all when empty).
+    pub rows: BTreeSet<String>,
+}
+
+/// Whether dlsim moves the same way as the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Agrees,
+    Flips,
+    /// An absolute level with no "before" to move from, or a paper value of 0.
+    NotApplicable,
+}
+
+/// One published number and dlsim's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RowResult {
+    pub paper: String,
+    pub experiment: String,
+    pub id: String,
+    #[serde(rename = "where")]
+    pub at: String,
+    pub claim: String,
+    pub unit: String,
+    pub paper_value: f64,
+    /// Mean over seeds; None when the metric could not be computed (`error` says why).
+    pub ours: Option<f64>,
+    /// Half-width of the 95% Student t interval over seeds (None with one seed).
+    pub ci95: Option<f64>,
+    pub seeds: usize,
+    pub direction: Direction,
+    /// (ours - paper) / |paper|; None when the paper's value is 0.
+    pub rel_error: Option<f64>,
+    /// Within +-25% of the paper (for a paper value of 0: |ours| < 0.5 in its unit).
+    pub within_25: bool,
+    pub error: Option<String>,
+    pub diagnosis: Option<String>,
+    /// The command that reproduces this row alone.
+    pub command: String,
+}
+
+/// A published number dlsim cannot express yet.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Unexpressed {
+    pub paper: String,
+    #[serde(flatten)]
+    pub item: manifest::Unexpressed,
+}
+
+/// The whole reproduction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub format: String,
+    pub quick: bool,
+    pub papers: Vec<String>,
+    pub rows: Vec<RowResult>,
+    pub not_expressible: Vec<Unexpressed>,
+}
+
+/// One run to make: an experiment's arm at one seed.
+struct Task {
+    paper: usize,
+    exp: usize,
+    arm: String,
+    seed: u64,
+}
+
+/// Loads the manifests of `opts.papers` (errors name file, line and field).
+pub fn load(opts: &Options) -> Result<Vec<Paper>, dlsim_traces::InputError> {
+    opts.papers
+        .iter()
+        .map(|p| Paper::load(&opts.root, p))
+        .collect()
+}
+
+/// Every scenario of every selected experiment must load under every arm before anything
+/// runs: a bad manifest costs nothing.
+pub fn validate(papers: &[Paper], opts: &Options) -> Result<(), String> {
+    for p in papers {
+        for (ei, e) in p.file.experiments.iter().enumerate() {
+            if !selected(p, ei, opts) {
+                continue;
+            }
+            for spec in e.arms.values() {
+                match &e.source {
+                    Source::Scenario(_) => {
+                        let text = scenario_text(p, ei, opts.quick, 1);
+                        let path = p.dir().join(scenario_name(p, ei));
+                        if dlsim_online::scenario::is_online_text(&text) {
+                            dlsim_online::scenario::from_text(&path, &text)
+                                .map_err(|e| e.to_string())?;
+                            dlsim_online::policy::build(spec)
+                                .map_err(|e| format!("{}: arm `{spec}`: {e}", p.path.display()))?;
+                        } else {
+                            Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+                            dlsim_policies::build(spec)
+                                .map_err(|e| format!("{}: arm `{spec}`: {e}", p.path.display()))?;
+                        }
+                    }
+                    Source::Picasso(_) => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+use dlsim_model::Scenario;
+
+fn selected(p: &Paper, exp: usize, opts: &Options) -> bool {
+    opts.rows.is_empty()
+        || p.file.experiments[exp]
+            .rows
+            .iter()
+            .any(|r| opts.rows.contains(&r.id))
+}
+
+fn scenario_name(p: &Paper, exp: usize) -> String {
+    match &p.file.experiments[exp].source {
+        Source::Scenario(s) => s.clone(),
+        Source::Picasso(_) => String::new(),
+    }
+}
+
+/// The experiment's scenario text with its overrides and `seed` applied.
+fn scenario_text(p: &Paper, exp: usize, quick: bool, seed: u64) -> String {
+    let e = &p.file.experiments[exp];
+    let text = p.scenario_text[exp].as_deref().unwrap_or("{}");
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) else {
+        // Not JSON: hand the text over unchanged so the loader reports where it breaks.
+        return text.to_string();
+    };
+    let quick_params = quick.then_some(&e.quick).into_iter().flatten();
+    for (k, val) in e.params.iter().chain(quick_params) {
+        dlsim_model::scenario::set_dotted(&mut v, k, val.clone());
+    }
+    dlsim_model::scenario::set_dotted(&mut v, "seed", serde_json::Value::from(seed));
+    serde_json::to_string_pretty(&v).expect("JSON values serialise")
+}
+
+/// Makes one run. Errors are input errors found late (validated above, so none expected).
+fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> {
+    let p = &papers[t.paper];
+    let e = &p.file.experiments[t.exp];
+    let spec = &e.arms[&t.arm];
+    match &e.source {
+        Source::Picasso(setup) => {
+            let mbs: BTreeSet<String> = p.metrics[t.exp]
+                .iter()
+                .filter_map(|m| match m {
+                    metric::Metric::HitRatio { cache_mb } => Some(cache_mb.to_string()),
+                    _ => None,
+                })
+                .collect();
+            Ok(RunData {
+                hit_ratios: picasso_hit_ratios(setup, &mbs, t.seed),
+                ..RunData::default()
+            })
+        }
+        Source::Scenario(name) => {
+            let text = scenario_text(p, t.exp, quick, t.seed);
+            let path = p.dir().join(name);
+            if dlsim_online::scenario::is_online_text(&text) {
+                let sc =
+                    dlsim_online::scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+                let policy = dlsim_online::policy::build(spec).map_err(|e| e.to_string())?;
+                let traffic =
+                    dlsim_online::run::traffic_for(&sc, &dlsim_engine::RngStreams::new(t.seed))
+                        .map_err(|e| e.to_string())?;
+                let out = dlsim_online::run::run(&sc, traffic, policy);
+                Ok(RunData {
+                    summary: serde_json::to_value(&out.summary).expect("summary serialises"),
+                    ..RunData::default()
+                })
+            } else {
+                let mut sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+                sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
+                let policy = dlsim_policies::build(spec).map_err(|e| e.to_string())?;
+                let out = dlsim_model::run(&sc, policy);
+                Ok(RunData {
+                    summary: serde_json::to_value(&out.summary).expect("summary serialises"),
+                    jobs: Some(metric::JobsTable::parse(&out.jobs_csv)),
+                    observations: out.observations_csv,
+                    ..RunData::default()
+                })
+            }
+        }
+    }
+}
+
+/// PICASSO Table VI: the hot-ID cache's hit ratio over the kernel's skewed synthetic IDs,
+/// with `cache_mb` megabytes holding rows of `emb_dim` f32 values plus an 8-byte ID.
+fn picasso_hit_ratios(
+    s: &manifest::PicassoSetup,
+    mbs: &BTreeSet<String>,
+    seed: u64,
+) -> std::collections::BTreeMap<String, f64> {
+    use dlsim_kernel::data::{Dataset, SyntheticData, NUM_SPARSE};
+    let vocab = [s.vocab_per_field; NUM_SPARSE];
+    let data = SyntheticData::new(seed, s.batch * s.batches, &vocab, s.zipf_s);
+    let batches: Vec<Vec<u64>> = (0..s.batches)
+        .map(|b| {
+            (0..s.batch)
+                .flat_map(|k| data.sample(b * s.batch + k).sparse)
+                .collect()
+        })
+        .collect();
+    let row_bytes = 4.0 * f64::from(s.emb_dim) + 8.0;
+    mbs.iter()
+        .map(|mb| {
+            let rows = (mb.parse::<f64>().expect("validated") * 1e6 / row_bytes) as usize;
+            let r = dlsim_kernel::cache::replay_hit_ratio(&batches, rows, s.refresh_batches);
+            (mb.clone(), r)
+        })
+        .collect()
+}
+
+/// Runs every selected experiment and assembles the rows. `progress` is called once per
+/// finished run with (done, total).
+pub fn run(
+    papers: &[Paper],
+    opts: &Options,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Report, String> {
+    let mut tasks = Vec::new();
+    for (pi, p) in papers.iter().enumerate() {
+        for (ei, e) in p.file.experiments.iter().enumerate() {
+            if !selected(p, ei, opts) {
+                continue;
+            }
+            let n = if opts.quick { e.quick_seeds } else { e.seeds };
+            for arm in e.arms.keys() {
+                for seed in 1..=u64::from(n) {
+                    tasks.push(Task {
+                        paper: pi,
+                        exp: ei,
+                        arm: arm.clone(),
+                        seed,
+                    });
+                }
+            }
+        }
+    }
+    let total = tasks.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Result<RunData, String>> = tasks
+        .par_iter()
+        .map(|t| {
+            let r = run_task(papers, t, opts.quick);
+            progress(
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                total,
+            );
+            r
+        })
+        .collect();
+    let mut by_key = std::collections::BTreeMap::new();
+    for (t, r) in tasks.iter().zip(results) {
+        by_key.insert((t.paper, t.exp, t.arm.clone(), t.seed), r?);
+    }
+    let mut rows = Vec::new();
+    let mut unexpressed = Vec::new();
+    for (pi, p) in papers.iter().enumerate() {
+        for (ei, e) in p.file.experiments.iter().enumerate() {
+            if !selected(p, ei, opts) {
+                continue;
+            }
+            let n = if opts.quick { e.quick_seeds } else { e.seeds };
+            let mut exp_rows: Vec<RowResult> = Vec::new();
+            for (ri, r) in e.rows.iter().enumerate() {
+                let m = &p.metrics[ei][ri];
+                let per_seed: Result<Vec<f64>, String> = (1..=u64::from(n))
+                    .map(|seed| {
+                        let get = |arm: &str| &by_key[&(pi, ei, arm.to_string(), seed)];
+                        let keep = m
+                            .subset()
+                            .map(|f| {
+                                let base = r.base.as_deref().and_then(|b| b.split('|').next());
+                                let from: &RunData = get(base.unwrap_or(&r.arm));
+                                from.jobs.as_ref().map(|j| j.ids(f)).ok_or("no jobs.csv")
+                            })
+                            .transpose()?;
+                        let a = get(&r.arm).eval(m, keep.as_ref())?;
+                        match (r.compare, &r.base) {
+                            (Compare::Value, _) => Ok(a * r.scale),
+                            (Compare::Change, Some(b)) | (Compare::Ratio, Some(b)) => {
+                                let mut best = f64::INFINITY;
+                                for arm in b.split('|') {
+                                    best = best.min(get(arm).eval(m, keep.as_ref())?);
+                                }
+                                let b = best;
+                                if b == 0.0 {
+                                    return Err("the base arm's value is 0".to_string());
+                                }
+                                Ok(if r.compare == Compare::Change {
+                                    100.0 * (a - b) / b
+                                } else {
+                                    a / b
+                                })
+                            }
+                            _ => unreachable!("validated: change and ratio rows have a base"),
+                        }
+                    })
+                    .collect();
+                let (ours, ci95, error) = match per_seed {
+                    Ok(xs) if xs.iter().all(|x| x.is_finite()) => {
+                        let (m, h) = dlsim_fit::metrics::mean_ci95(&xs);
+                        (Some(m), h.is_finite().then_some(h), None)
+                    }
+                    Ok(_) => (None, None, Some("a seed gave a non-finite value".into())),
+                    Err(msg) => (None, None, Some(msg)),
+                };
+                let before = r.before.as_ref().and_then(|b| {
+                    let i = e.rows.iter().position(|o| &o.id == b)?;
+                    Some((e.rows[i].paper, exp_rows.get(i).and_then(|x| x.ours)))
+                });
+                let direction = direction(r.compare, r.paper, ours, before);
+                let rel_error = (r.paper != 0.0)
+                    .then(|| ours.map(|o| (o - r.paper) / r.paper.abs()))
+                    .flatten();
+                let within_25 = match (ours, rel_error) {
+                    (Some(_), Some(e)) => e.abs() <= 0.25,
+                    (Some(o), None) => o.abs() < 0.5,
+                    _ => false,
+                };
+                exp_rows.push(RowResult {
+                    paper: p.file.paper.clone(),
+                    experiment: e.id.clone(),
+                    id: r.id.clone(),
+                    at: r.at.clone(),
+                    claim: r.claim.clone(),
+                    unit: r.unit.clone(),
+                    paper_value: r.paper,
+                    ours,
+                    ci95,
+                    seeds: n as usize,
+                    direction,
+                    rel_error,
+                    within_25,
+                    error,
+                    diagnosis: r.diagnosis.clone(),
+                    command: format!(
+                        "dlsim reproduce --paper {} --row {}{} --out reports/runs/reproduce",
+                        p.file.paper,
+                        r.id,
+                        if opts.quick { " --quick" } else { "" }
+                    ),
+                });
+            }
+            rows.extend(exp_rows);
+        }
+        if opts.rows.is_empty() {
+            unexpressed.extend(p.file.not_expressible.iter().map(|u| Unexpressed {
+                paper: p.file.paper.clone(),
+                item: u.clone(),
+            }));
+        }
+    }
+    Ok(Report {
+        format: "dlsim-reproduce/1".into(),
+        quick: opts.quick,
+        papers: opts.papers.clone(),
+        rows,
+        not_expressible: unexpressed,
+    })
+}
+
+/// A change or ratio row agrees when dlsim moves the same way as the paper (a ratio's
+/// neutral point is 1); a level with a `before` row agrees when after - before has the
+/// paper's sign; any other level has no direction.
+fn direction(
+    compare: Compare,
+    paper: f64,
+    ours: Option<f64>,
+    before: Option<(f64, Option<f64>)>,
+) -> Direction {
+    let sign = |x: f64| {
+        if x > 0.0 {
+            1
+        } else if x < 0.0 {
+            -1
+        } else {
+            0
+        }
+    };
+    let (p, o) = match (compare, before) {
+        (Compare::Change, _) => (paper, ours),
+        (Compare::Ratio, _) => (paper - 1.0, ours.map(|o| o - 1.0)),
+        (Compare::Value, Some((pb, ob))) => (paper - pb, ours.zip(ob).map(|(a, b)| a - b)),
+        (Compare::Value, None) => return Direction::NotApplicable,
+    };
+    match o {
+        _ if sign(p) == 0 => Direction::NotApplicable,
+        Some(o) if sign(o) == sign(p) => Direction::Agrees,
+        _ => Direction::Flips,
+    }
+}
+
+/// The default manifest folder, relative to the working directory.
+pub fn default_root() -> &'static Path {
+    Path::new("scenarios/paper")
+}

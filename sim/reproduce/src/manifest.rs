@@ -1,0 +1,291 @@
+//! The paper manifests `scenarios/paper/<paper>/paper.json`: each lists the paper's
+//! experiments (a scenario, the arms it runs, seeds) and, per experiment, the published
+//! numbers it reproduces as rows (the paper's value, the metric that measures it, how it
+//! compares). Numbers a paper publishes that dlsim cannot express yet are listed too, with
+//! the reason, so that the table is complete rather than flattering.
+//!
+//! Validation errors name the file, the line where known, and the field.
+
+use crate::metric::Metric;
+use dlsim_traces::InputError;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The papers `dlsim reproduce` knows, in report order.
+pub const PAPERS: &[&str] = &["dlrover-rm", "dlrover", "kale", "picasso"];
+
+/// One paper's manifest.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperFile {
+    pub paper: String,
+    pub title: String,
+    /// The source text in `../shared/seeds/` the numbers come from.
+    pub source: String,
+    pub experiments: Vec<ExperimentFile>,
+    /// Published numbers dlsim cannot express yet, each with the reason.
+    #[serde(default)]
+    pub not_expressible: Vec<Unexpressed>,
+}
+
+/// How the experiment's runs are made (`scenario` or `picasso` in the manifest).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// A batch or online scenario file (relative to the manifest), run under each arm.
+    Scenario(String),
+    /// PICASSO's hot-ID cache replayed over the kernel's skewed synthetic IDs.
+    Picasso(PicassoSetup),
+}
+
+/// The ID stream and cache of a PICASSO hit-ratio experiment (`dlsim_kernel::cache`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PicassoSetup {
+    /// Embedding dimension: a cached row holds `emb_dim` f32 values plus its 8-byte ID.
+    pub emb_dim: u32,
+    /// Distinct IDs per field (the kernel's 26 fields share this vocabulary size).
+    pub vocab_per_field: u64,
+    /// Zipf exponent of each field's IDs.
+    pub zipf_s: f64,
+    /// Samples per batch.
+    pub batch: u64,
+    /// Batches replayed (the first `refresh_batches` are the warm-up).
+    pub batches: u64,
+    /// The hot set is recomputed from the counts every this many batches.
+    pub refresh_batches: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    pub id: String,
+    /// What the experiment is, in a line.
+    pub what: String,
+    /// A batch or online scenario file, relative to the manifest.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// Or a PICASSO cache experiment.
+    #[serde(default)]
+    pub picasso: Option<PicassoSetup>,
+    /// Set from `scenario` / `picasso` on load.
+    #[serde(skip, default = "no_source")]
+    pub source: Source,
+    /// Arm name -> policy spec (batch or online). PICASSO experiments have one arm.
+    pub arms: BTreeMap<String, String>,
+    /// Seeds of a full run (1..=seeds; every arm runs every seed, so comparisons pair).
+    pub seeds: u32,
+    /// Seeds under `--quick`.
+    pub quick_seeds: u32,
+    /// Dotted scenario overrides applied in every run.
+    #[serde(default)]
+    pub params: BTreeMap<String, Value>,
+    /// Further dotted overrides under `--quick` (a shorter or smaller run of the same shape).
+    #[serde(default)]
+    pub quick: BTreeMap<String, Value>,
+    pub rows: Vec<RowFile>,
+}
+
+/// How dlsim's number is compared with the paper's.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    /// The metric of `arm` itself (times `scale`).
+    #[default]
+    Value,
+    /// `(arm - base) / base`, in percent, paired by seed.
+    Change,
+    /// `arm / base`, paired by seed (for levels whose absolute size depends on a horizon
+    /// the paper does not state, such as Kale's GPU hours against Adequate's).
+    Ratio,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowFile {
+    pub id: String,
+    /// Where in the paper: "Fig. 7", "Table 4", "Sec. 6.4".
+    #[serde(rename = "where")]
+    pub at: String,
+    pub claim: String,
+    pub paper: f64,
+    pub unit: String,
+    pub metric: String,
+    pub arm: String,
+    #[serde(default)]
+    pub compare: Compare,
+    /// The arm compared against; `a|b` takes, seed by seed, the arm with the lower value
+    /// (the better of two baselines when lower is better, as for JCT).
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Multiplies a `value` row's metric into the paper's unit (100 for a share in %).
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// The row holding the "before" of a before -> after pair: this row's direction is the
+    /// sign of (after - before), in the paper and in dlsim.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// Keeps only the jobs whose row in the *base* arm's (else this arm's) `jobs.csv`
+    /// passes this filter, in every arm the row reads (paired by job id).
+    #[serde(default)]
+    pub subset: Option<String>,
+    /// Why the row is outside +-25% where it is (a diagnosis, not a correction).
+    #[serde(default)]
+    pub diagnosis: Option<String>,
+}
+
+fn no_source() -> Source {
+    Source::Scenario(String::new())
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unexpressed {
+    #[serde(rename = "where")]
+    pub at: String,
+    pub claim: String,
+    pub paper: String,
+    pub why: String,
+}
+
+/// A loaded, validated manifest.
+#[derive(Clone, Debug)]
+pub struct Paper {
+    pub path: PathBuf,
+    pub file: PaperFile,
+    /// Per experiment, its rows' parsed metrics (same order as `file`).
+    pub metrics: Vec<Vec<Metric>>,
+    /// Per experiment, the scenario text (None for PICASSO).
+    pub scenario_text: Vec<Option<String>>,
+}
+
+impl Paper {
+    /// The manifest of `paper` under `root` (`scenarios/paper`).
+    pub fn load(root: &Path, paper: &str) -> Result<Paper, InputError> {
+        let path = root.join(paper).join("paper.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| InputError::new(&path, format!("cannot read paper manifest: {e}")))?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let mut file: PaperFile =
+            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(&path, e, 0))?;
+        let at = |field: String, msg: String| {
+            let e = InputError::new(&path, msg).field(field.clone());
+            let key = field.rsplit('.').next().unwrap_or(&field).to_string();
+            match dlsim_model::scenario::key_line(&text, &key) {
+                Some(l) => e.at_line(l),
+                None => e,
+            }
+        };
+        if file.paper != paper {
+            return Err(at(
+                "paper".into(),
+                format!("is `{}` but the folder is `{paper}`", file.paper),
+            ));
+        }
+        let mut metrics = Vec::new();
+        let mut texts = Vec::new();
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, e) in file.experiments.iter_mut().enumerate() {
+            e.source = match (&e.scenario, &e.picasso) {
+                (Some(s), None) => Source::Scenario(s.clone()),
+                (None, Some(p)) => Source::Picasso(p.clone()),
+                _ => {
+                    return Err(at(
+                        format!("experiments[{i}].scenario"),
+                        "give exactly one of `scenario` and `picasso`".into(),
+                    ))
+                }
+            };
+        }
+        for (i, e) in file.experiments.iter().enumerate() {
+            let f = |k: &str| format!("experiments[{i}].{k}");
+            if e.arms.is_empty() {
+                return Err(at(f("arms"), "needs at least one arm".into()));
+            }
+            if e.seeds == 0 || e.quick_seeds == 0 || e.seeds > 64 || e.quick_seeds > e.seeds {
+                return Err(at(
+                    f("seeds"),
+                    "need 1 <= quick_seeds <= seeds <= 64".into(),
+                ));
+            }
+            let text = match &e.source {
+                Source::Scenario(s) => {
+                    let p = path.parent().unwrap_or(Path::new(".")).join(s);
+                    Some(std::fs::read_to_string(&p).map_err(|err| {
+                        at(f("scenario"), format!("cannot read {}: {err}", p.display()))
+                    })?)
+                }
+                Source::Picasso(_) => {
+                    if e.arms.len() != 1 {
+                        return Err(at(f("arms"), "a PICASSO experiment has one arm".into()));
+                    }
+                    None
+                }
+            };
+            texts.push(text);
+            let mut ms = Vec::new();
+            for (j, r) in e.rows.iter().enumerate() {
+                let g = |k: &str| format!("experiments[{i}].rows[{j}].{k}");
+                if !ids.insert(r.id.clone()) {
+                    return Err(at(g("id"), format!("row id `{}` is used twice", r.id)));
+                }
+                if !e.arms.contains_key(&r.arm) {
+                    return Err(at(
+                        g("arm"),
+                        format!("`{}` is not an arm of this experiment", r.arm),
+                    ));
+                }
+                match (r.compare, &r.base) {
+                    (Compare::Change | Compare::Ratio, None) => {
+                        return Err(at(
+                            g("base"),
+                            "a `change` or `ratio` row needs a base arm".into(),
+                        ))
+                    }
+                    (_, Some(b)) => {
+                        if let Some(x) = b.split('|').find(|x| !e.arms.contains_key(*x)) {
+                            return Err(at(
+                                g("base"),
+                                format!("`{x}` is not an arm of this experiment"),
+                            ));
+                        }
+                        if b.contains('|') && r.compare != Compare::Change {
+                            return Err(at(
+                                g("base"),
+                                "several bases (`a|b`) need a `change` row".into(),
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(b) = &r.before {
+                    if !e.rows.iter().any(|o| &o.id == b) {
+                        return Err(at(g("before"), format!("no row `{b}` in this experiment")));
+                    }
+                }
+                if !r.paper.is_finite() || !r.scale.is_finite() {
+                    return Err(at(g("paper"), "must be a finite number".into()));
+                }
+                let m = Metric::parse(&r.metric, r.subset.as_deref())
+                    .map_err(|msg| at(g("metric"), msg))?;
+                ms.push(m);
+            }
+            metrics.push(ms);
+        }
+        Ok(Paper {
+            path,
+            file,
+            metrics,
+            scenario_text: texts,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}

@@ -86,24 +86,54 @@ fn adding_workers_with_dynamic_sharding_costs_only_their_start() {
     assert_jct(got, expect, "scale-out");
 }
 
+/// Save and reload of a job's checkpoint from its size: state / storage bandwidth, plus
+/// the fixed initialisation on reload (`elasticity.storage_mb_s`, `recovery.init_s`).
+fn save_and_reload_s(s: &Scenario, spec: &JobSpec) -> (f64, f64) {
+    let state_mb = 3.0 * spec.dense_mb; // no embeddings in these jobs
+    let bw = s.file.elasticity.storage_mb_s;
+    (state_mb / bw, s.file.recovery.init_s + state_mb / bw)
+}
+
 #[test]
-fn stop_and_restart_pays_save_start_and_reload() {
+fn stop_and_restart_pays_save_start_and_reload_by_model_size() {
+    let mut pauses = Vec::new();
+    for dense_mb in [40.0, 4_000.0] {
+        let spec = JobSpec {
+            dense_mb,
+            ..job(2, 2)
+        };
+        let s = scenario(spec.clone(), no_faults(), no_checkpoints());
+        let action = Action::Rescale {
+            job: 0,
+            config: bigger_ps(&spec),
+            method: RescaleMethod::StopRestart,
+        };
+        let (got, _) = run_scripted(&s, action, Sharding::Static);
+        let (save, reload) = save_and_reload_s(&s, &spec);
+        let done = rate(&spec, 2, 2) * (T - 20.0);
+        let expect = T + save + 20.0 + reload + (spec.total_samples() - done) / rate(&spec, 2, 4);
+        assert_jct(got, expect, "stop-and-restart");
+        pauses.push(save + reload);
+    }
+    // A 100x larger model pays 100x the transfer; the initialisation stays.
+    assert!(pauses[1] > pauses[0] + 290.0, "{pauses:?}");
+}
+
+#[test]
+fn a_fixed_save_and_reload_overrides_the_size_rule() {
     let spec = job(2, 2);
-    let s = scenario(spec.clone(), no_faults(), no_checkpoints());
+    let mut s = scenario(spec.clone(), no_faults(), no_checkpoints());
+    s.file.elasticity.checkpoint_save_s = Some(420.0);
+    s.file.recovery.reload_s = Some(420.0);
     let action = Action::Rescale {
         job: 0,
         config: bigger_ps(&spec),
         method: RescaleMethod::StopRestart,
     };
     let (got, _) = run_scripted(&s, action, Sharding::Static);
-    let e = &s.file.elasticity;
     let done = rate(&spec, 2, 2) * (T - 20.0);
-    let expect = T
-        + e.checkpoint_save_s
-        + 20.0
-        + s.file.recovery.reload_s
-        + (spec.total_samples() - done) / rate(&spec, 2, 4);
-    assert_jct(got, expect, "stop-and-restart");
+    let expect = T + 840.0 + 20.0 + (spec.total_samples() - done) / rate(&spec, 2, 4);
+    assert_jct(got, expect, "stop-and-restart with fixed costs");
 }
 
 #[test]
@@ -136,7 +166,8 @@ fn migration_without_flash_checkpoint_moves_state_through_remote_storage() {
         method: RescaleMethod::Migrate,
     };
     let (got, _) = run_scripted(&s, action, Sharding::Dynamic);
-    let pause = s.file.elasticity.checkpoint_save_s + s.file.recovery.reload_s;
+    let (save, reload) = save_and_reload_s(&s, &spec);
+    let pause = save + reload;
     let done = rate(&spec, 2, 2) * T;
     let expect = T + 20.0 + pause + (spec.total_samples() - done) / rate(&spec, 2, 4);
     assert_jct(got, expect, "migration through remote storage");
@@ -240,7 +271,9 @@ fn colocated_services_delay_placement_until_their_demand_falls() {
     let mut spec = job(1, 0);
     spec.worker_cpu = 30.0;
     spec.steps = 2_000;
-    let s = colocated(&spec, 1.0, 0.0, ColocationAction::Evict);
+    let mut s = colocated(&spec, 1.0, 0.0, ColocationAction::Evict);
+    // It waits hours for the trough: no pending timeout here (see the next test).
+    s.file.recovery.pending_timeout_s = 0.0;
     let colocation = &s.file.faults.colocation;
     let fits_at = (0..)
         .map(|k| k as f64 * 600.0)
@@ -250,6 +283,21 @@ fn colocated_services_delay_placement_until_their_demand_falls() {
     let expect = fits_at + 20.0 + spec.total_samples() / rate(&spec, 1, 0);
     assert_jct(got, expect, "placement after the services' peak");
     assert!(fits_at >= 5.0 * 3_600.0, "it waited for the daily trough");
+}
+
+#[test]
+fn a_job_whose_pods_wait_past_the_pending_timeout_fails_with_a_scheduling_failure() {
+    let mut spec = job(1, 0);
+    spec.worker_cpu = 30.0;
+    spec.steps = 2_000;
+    let mut s = colocated(&spec, 1.0, 0.0, ColocationAction::Evict);
+    s.file.recovery.pending_timeout_s = 1_800.0;
+    let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase, JobPhase::Failed);
+    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("scheduling"));
+    assert_eq!(j.end.unwrap().as_secs_f64(), 1_800.0);
+    assert_eq!(out.summary.failures_by_reason["scheduling"], 1);
 }
 
 #[test]

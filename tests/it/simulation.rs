@@ -115,7 +115,8 @@ fn random_scenario(seed: u64) -> Scenario {
             seamless_migration: rng.gen_bool(0.7),
             flash_checkpoint: rng.gen_bool(0.5),
             flash_mb_s: rng.gen_range(100.0..50_000.0),
-            checkpoint_save_s: rng.gen_range(0.0..900.0),
+            checkpoint_save_s: rng.gen_bool(0.5).then(|| rng.gen_range(0.0..900.0)),
+            storage_mb_s: rng.gen_range(5.0..500.0),
             shard_batches: rng.gen_range(16..512),
         },
         recovery: RecoveryConfig {
@@ -127,7 +128,13 @@ fn random_scenario(seed: u64) -> Scenario {
                 rng.gen_range(60.0..7_200.0)
             },
             checkpoint_cost_s: rng.gen_range(0.0..120.0),
-            reload_s: rng.gen_range(0.0..900.0),
+            reload_s: rng.gen_bool(0.5).then(|| rng.gen_range(0.0..900.0)),
+            init_s: rng.gen_range(0.0..300.0),
+            pending_timeout_s: if rng.gen_bool(0.5) {
+                0.0
+            } else {
+                rng.gen_range(60.0..7_200.0)
+            },
         },
         timeline_interval_s: 600,
         horizon_s: if rng.gen_bool(0.3) {

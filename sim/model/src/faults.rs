@@ -97,8 +97,17 @@ pub struct ElasticityConfig {
     pub flash_checkpoint: bool,
     /// Flash checkpoint speed: the papers' "< 1 s for a 20 GB model".
     pub flash_mb_s: f64,
-    /// Time to save a checkpoint to remote storage before a stop (papers: 5-10 min).
-    pub checkpoint_save_s: f64,
+    /// Time to save a checkpoint to remote storage before a stop, fixed for every job.
+    /// Absent (the default): the job's state over `storage_mb_s` ([`save_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_save_s: Option<f64>,
+    /// Remote checkpoint storage bandwidth, MB/s, for saves and reloads. 40 MB/s from
+    /// DLRover-RM Sec. 6.2: an adjustment takes about 3 min in the small cluster, of which
+    /// about 20 s launch and 100 s initialisation; the remaining ~60 s save and reload the
+    /// Criteo Wide & Deep state of about 1.2 GB (`traces/paper/wd-sample.jsonl`: 60 MB dense
+    /// and optimiser slots plus ~1.1-1.5 GB embeddings), i.e. 2 x 1,200 MB / 60 s. At this
+    /// speed the production figure (5-10 min each) is a 12-24 GB model.
+    pub storage_mb_s: f64,
     /// Dynamic sharding: batches per shard (MISSION: 64/128/256).
     pub shard_batches: u32,
 }
@@ -109,19 +118,32 @@ impl Default for ElasticityConfig {
             seamless_migration: true,
             flash_checkpoint: true,
             flash_mb_s: 20_480.0,
-            checkpoint_save_s: 420.0,
+            checkpoint_save_s: None,
+            storage_mb_s: 40.0,
             shard_batches: 128,
         }
     }
 }
 
 impl ElasticityConfig {
+    /// Seconds to save `state_mb` of checkpoint to remote storage.
+    pub fn save_s(&self, state_mb: f64) -> f64 {
+        self.checkpoint_save_s
+            .unwrap_or(state_mb.max(0.0) / self.storage_mb_s)
+    }
+
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(self.flash_mb_s > 0.0 && self.flash_mb_s.is_finite()) {
             return Err(("elasticity.flash_mb_s", "must be > 0".into()));
         }
-        if !(self.checkpoint_save_s >= 0.0 && self.checkpoint_save_s.is_finite()) {
+        if self
+            .checkpoint_save_s
+            .is_some_and(|v| !(v >= 0.0 && v.is_finite()))
+        {
             return Err(("elasticity.checkpoint_save_s", "must be >= 0".into()));
+        }
+        if !(self.storage_mb_s > 0.0 && self.storage_mb_s.is_finite()) {
+            return Err(("elasticity.storage_mb_s", "must be > 0".into()));
         }
         if self.shard_batches == 0 {
             return Err(("elasticity.shard_batches", "must be >= 1".into()));
@@ -213,8 +235,19 @@ pub struct RecoveryConfig {
     pub checkpoint_interval_s: f64,
     /// Time a checkpoint stalls training.
     pub checkpoint_cost_s: f64,
-    /// Time to reload the last checkpoint after a restart (DLRover-RM: 5-10 min).
-    pub reload_s: f64,
+    /// Time to reload the last checkpoint after a restart, fixed for every job. Absent
+    /// (the default): `init_s` plus the job's state over `elasticity.storage_mb_s`
+    /// ([`RecoveryConfig::reload_time_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reload_s: Option<f64>,
+    /// A job that has never trained and still has pods waiting for a node this long after
+    /// its launch fails (a scheduling failure, DLRover-RM Table 4); 0 = never. 1,800 s is
+    /// our choice: DLRover-RM says new pods take 5-10 min and over 30 min when resources are
+    /// scarce (Sec. 2), so a job still waiting at 30 min is one the cluster cannot serve.
+    pub pending_timeout_s: f64,
+    /// The fixed part of a reload: restarting the training process and rebuilding its
+    /// graph and sessions (DLRover-RM Sec. 6.2: about 100 s of initialisation).
+    pub init_s: f64,
 }
 
 impl Default for RecoveryConfig {
@@ -224,12 +257,20 @@ impl Default for RecoveryConfig {
             oom_memory_factor: 1.0,
             checkpoint_interval_s: 1_800.0,
             checkpoint_cost_s: 30.0,
-            reload_s: 420.0,
+            reload_s: None,
+            pending_timeout_s: 1_800.0,
+            init_s: 100.0,
         }
     }
 }
 
 impl RecoveryConfig {
+    /// Seconds to reload `state_mb` of checkpoint at `storage_mb_s` after a restart.
+    pub fn reload_time_s(&self, state_mb: f64, storage_mb_s: f64) -> f64 {
+        self.reload_s
+            .unwrap_or(self.init_s + state_mb.max(0.0) / storage_mb_s)
+    }
+
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.restart_budget > 5 {
             return Err((
@@ -243,7 +284,9 @@ impl RecoveryConfig {
         for (f, v) in [
             ("recovery.checkpoint_interval_s", self.checkpoint_interval_s),
             ("recovery.checkpoint_cost_s", self.checkpoint_cost_s),
-            ("recovery.reload_s", self.reload_s),
+            ("recovery.reload_s", self.reload_s.unwrap_or(0.0)),
+            ("recovery.init_s", self.init_s),
+            ("recovery.pending_timeout_s", self.pending_timeout_s),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err((f, format!("must be >= 0, got {v}")));

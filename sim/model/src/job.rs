@@ -108,6 +108,9 @@ pub enum FailReason {
     NodeFailures,
     /// Still running or pending when the horizon was reached.
     Unfinished,
+    /// Never trained: pods still waited for a node at the pending timeout
+    /// (`recovery.pending_timeout_s`).
+    Scheduling,
 }
 
 impl FailReason {
@@ -119,9 +122,19 @@ impl FailReason {
             FailReason::PsLost => "ps_lost",
             FailReason::NodeFailures => "node_failures",
             FailReason::Unfinished => "unfinished",
+            FailReason::Scheduling => "scheduling",
         }
     }
 }
+
+/// A PS whose CPU use reaches this share of its request is hot: DLRover's adjust stage
+/// acts on a PS whose "CPU utilization exceeds a predefined threshold like 0.9" (DLRover
+/// Sec. 4.2).
+pub const HOT_PS_UTIL: f64 = 0.9;
+
+/// A worker slower than this share of its job's median worker is a straggler: the rule ES
+/// applies to its workers' throughput (Or et al.; `world/observe.rs`).
+pub const STRAGGLER_RATE: f64 = 0.8;
 
 /// Time integrals of resources over a job's life, for job-level utilisation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -186,6 +199,12 @@ pub struct Job {
     pub node_failures: u32,
     /// Rescales applied (worker scaling, stop-and-restart, migration, pod replacement).
     pub rescales: u32,
+    /// What the profiler has seen of this job at some point of its life: a hot PS (a PS
+    /// using at least [`HOT_PS_UTIL`] of its CPU) and a straggling worker (slower than
+    /// [`STRAGGLER_RATE`] of the job's median worker). DLRover-RM Table 4 reports the
+    /// share of jobs with each.
+    pub seen_hot_ps: bool,
+    pub seen_straggler: bool,
     pub usage: UsageIntegrals,
     pub history: Vec<ProfileSample>,
     pub events: Vec<PodEvent>,
@@ -245,6 +264,8 @@ impl Job {
             evictions: 0,
             node_failures: 0,
             rescales: 0,
+            seen_hot_ps: false,
+            seen_straggler: false,
             usage: UsageIntegrals::default(),
             history: Vec::new(),
             events: Vec::new(),

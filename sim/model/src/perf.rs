@@ -200,6 +200,9 @@ pub fn job_perf(
 pub struct PodPerf {
     /// Samples/s each worker contributes (they sum to the job rate).
     pub worker_rate: Vec<f64>,
+    /// Samples/s each worker makes while it works (`batch / its iteration time`): a
+    /// straggler's own speed, also under static partitioning, where its rate is the job's.
+    pub worker_speed: Vec<f64>,
     pub worker_cpu_used: Vec<f64>,
     pub ps_cpu_used: Vec<f64>,
 }
@@ -253,6 +256,7 @@ pub fn job_perf_detail(
     };
     let mut detail = PodPerf {
         worker_rate: Vec::with_capacity(workers.len()),
+        worker_speed: Vec::with_capacity(workers.len()),
         worker_cpu_used: Vec::with_capacity(workers.len()),
         ps_cpu_used: Vec::new(),
     };
@@ -269,6 +273,7 @@ pub fn job_perf_detail(
             .worker_cpu_used
             .push(((parallel + serial) / period).min(c.cpu));
         detail.worker_rate.push(x.batch / period);
+        detail.worker_speed.push(x.batch / t.total_s());
         gpu_used += c.gpus * (t.grad_s / period).min(1.0);
     }
     let t_ref = if pooled { w * x.batch / rate } else { t_max };

@@ -139,7 +139,8 @@ impl World {
         let mut victims = victims.into_iter();
         while !(self.cluster.nodes()[n].allocated + demand).fits_in(&cap) {
             let Some(p) = victims.next() else { break };
-            if self.pods[p].placed() {
+            // An earlier eviction may have ended (and released) this pod's job.
+            if self.pods.get(p).is_some_and(|x| x.placed()) {
                 self.pod_failed(now, p, Cause::Evicted, queue);
             }
         }

@@ -187,7 +187,7 @@ impl World {
         } else {
             self.jobs[j].saving = Some(config);
             let epoch = self.jobs[j].epoch;
-            let save = SimTime::from_secs_f64_ceil(self.elasticity.checkpoint_save_s);
+            let save = SimTime::from_secs_f64_ceil(self.elasticity.save_s(self.checkpoint_mb(j)));
             queue.push(now + save, Event::StopSaved { job: j, epoch });
             self.update_phase(now, j, queue);
         }
@@ -278,7 +278,7 @@ impl World {
         } else if self.elasticity.flash_checkpoint {
             state_mb / self.elasticity.flash_mb_s
         } else {
-            self.elasticity.checkpoint_save_s + self.recovery.reload_s
+            self.elasticity.save_s(self.checkpoint_mb(j)) + self.reload_s(j)
         };
         let job = &mut self.jobs[j];
         job.migration.as_mut().expect("checked above").switching = true;
@@ -303,6 +303,11 @@ impl World {
         for &p in &m.new_pods {
             let pod = &mut self.pods[p];
             pod.standby = false;
+            // A new pod lost during the pause and relaunched is not running yet: it counts
+            // when it comes up (`pods_ready`), like any other pod.
+            if pod.state != PodState::Running {
+                continue;
+            }
             let (role, share) = (pod.role, pod.share);
             let job = &mut self.jobs[j];
             match role {

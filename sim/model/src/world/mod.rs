@@ -80,6 +80,9 @@ pub enum Event {
         job: usize,
         epoch: u64,
     },
+    /// The job's pending timeout since its launch: it fails with a scheduling failure if it
+    /// has never trained and still has pods waiting for a node.
+    PendingTimeout(usize),
     /// Recorded scale event `k` of the job is due (`recorded.rs`).
     RecordedScale {
         job: usize,
@@ -442,6 +445,12 @@ impl World {
         }
         self.add_config_pods(now, j, &config, false);
         self.active.insert(j);
+        if self.recovery.pending_timeout_s > 0.0 {
+            queue.push(
+                now + SimTime::from_secs_f64_ceil(self.recovery.pending_timeout_s),
+                Event::PendingTimeout(j),
+            );
+        }
         self.queue_schedule(now, queue);
     }
 
@@ -643,11 +652,24 @@ impl World {
         }
     }
 
+    /// The checkpoint of job `j` now, MB: its dense parameters with two optimiser slots and
+    /// its embeddings (what a PS holds beyond its runtime base).
+    pub(super) fn checkpoint_mb(&self, j: usize) -> f64 {
+        let job = &self.jobs[j];
+        3.0 * job.spec.dense_mb + job.emb_mb(job.samples_done)
+    }
+
+    /// Seconds job `j` takes to reload its checkpoint after a restart or a stop.
+    pub(super) fn reload_s(&self, j: usize) -> f64 {
+        self.recovery
+            .reload_time_s(self.checkpoint_mb(j), self.elasticity.storage_mb_s)
+    }
+
     /// Moves a job between starting and training as its pods come and go, and refreshes
     /// its rate. A restarted job reloads its checkpoint before it trains again.
     fn update_phase(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
         self.touch(j);
-        let reload = SimTime::from_secs_f64_ceil(self.recovery.reload_s);
+        let reload = SimTime::from_secs_f64_ceil(self.reload_s(j));
         let job = &mut self.jobs[j];
         let trainable = job.running_ps == job.config.ps
             && job.running_workers >= 1
@@ -748,6 +770,15 @@ impl World {
         }
         for (&p, &cpu) in ps_ids.iter().zip(&detail.ps_cpu_used) {
             self.pods[p].cpu_used = cpu;
+            if cpu >= crate::job::HOT_PS_UTIL * self.pods[p].request.cpu_cores() {
+                job.seen_hot_ps = true;
+            }
+        }
+        if detail.worker_speed.len() >= 2 && !job.seen_straggler {
+            let mut rates = detail.worker_speed.clone();
+            rates.sort_by(f64::total_cmp);
+            let median = crate::metrics::quantile(&rates, 0.5);
+            job.seen_straggler = rates[0] < crate::job::STRAGGLER_RATE * median;
         }
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
@@ -1037,6 +1068,11 @@ impl dlsim_engine::World for World {
                 }
             }
             Event::RecordedScale { job, k } => self.recorded_scale(now, job, k, queue),
+            Event::PendingTimeout(job) => {
+                if self.live(job, |j| j.start.is_none() && j.pending_pods > 0) {
+                    self.end_job(now, job, JobPhase::Failed, Some(FailReason::Scheduling));
+                }
+            }
         }
     }
 

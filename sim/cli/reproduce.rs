@@ -163,6 +163,23 @@ fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
     std::fs::write(tmp.join("reproduce.json"), json)?;
     std::fs::write(tmp.join("reproduce.md"), render::markdown(r))?;
     std::fs::write(tmp.join("reproduce.html"), render::html(r))?;
+    for f in &r.figures {
+        let chart = dlsim_plot::Chart {
+            title: f.title.clone(),
+            x_label: f.x_label.clone(),
+            y_label: f.y_label.clone(),
+        };
+        let series: Vec<dlsim_plot::Series> = f
+            .lines
+            .iter()
+            .map(|(name, points)| dlsim_plot::Series {
+                name: name.clone(),
+                points: points.clone(),
+            })
+            .collect();
+        dlsim_plot::line_chart(&tmp.join(&f.name), &chart, &series)
+            .map_err(|e| anyhow::anyhow!("drawing {}: {e}", f.name))?;
+    }
     if out.exists() {
         std::fs::remove_dir_all(out)?;
     }

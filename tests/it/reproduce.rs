@@ -54,7 +54,13 @@ fn a_row_reproduces_from_its_command_on_any_thread_count() {
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("published numbers with a row"));
-        for f in ["reproduce.md", "reproduce.html"] {
+        for f in [
+            "reproduce.md",
+            "reproduce.html",
+            // The experiment's throughput over time, as the paper's Fig. 10 draws it.
+            "dlrover-table1-wd-optimise-steps.svg",
+            "dlrover-table1-wd-optimise-steps.png",
+        ] {
             assert!(out.join(f).is_file(), "{f}");
         }
         reports.push(std::fs::read(out.join("reproduce.json")).unwrap());

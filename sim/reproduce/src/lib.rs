@@ -91,6 +91,20 @@ pub struct Report {
     pub papers: Vec<String>,
     pub rows: Vec<RowResult>,
     pub not_expressible: Vec<Unexpressed>,
+    /// Figures where the paper has one: drawn from seed 1 of each arm.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+}
+
+/// One figure: a titled set of lines, one per arm, written as `<name>.png` and `.svg`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Figure {
+    pub name: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// (arm, points)
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 /// One run to make: an experiment's arm at one seed.
@@ -296,12 +310,19 @@ pub fn run(
     }
     let mut rows = Vec::new();
     let mut unexpressed = Vec::new();
+    let mut figures = Vec::new();
     for (pi, p) in papers.iter().enumerate() {
         for (ei, e) in p.file.experiments.iter().enumerate() {
             if !selected(p, ei, opts) {
                 continue;
             }
             let n = if opts.quick { e.quick_seeds } else { e.seeds };
+            let seed1: Vec<(&String, &RunData)> = e
+                .arms
+                .keys()
+                .map(|a| (a, &by_key[&(pi, ei, a.clone(), 1)]))
+                .collect();
+            figures.extend(figures_of(&p.file.paper, &e.id, &e.what, &seed1));
             let mut exp_rows: Vec<RowResult> = Vec::new();
             for (ri, r) in e.rows.iter().enumerate() {
                 let m = &p.metrics[ei][ri];
@@ -398,7 +419,61 @@ pub fn run(
         papers: opts.papers.clone(),
         rows,
         not_expressible: unexpressed,
+        figures,
     })
+}
+
+/// The paper-style figures of one experiment from seed 1 of each arm: throughput over time
+/// for a single-job run that traced its profiler (DLRover-RM Fig. 10), and the JCT CDF for
+/// a run of many jobs (DLRover-RM's before/after comparison).
+fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let title = what.split(':').next().unwrap_or(what).to_string();
+    let series: Vec<(String, Vec<(f64, f64)>)> = arms
+        .iter()
+        .filter_map(|(arm, r)| {
+            let obs = r.observations.as_deref()?;
+            let batch = r.jobs.as_ref()?.batch_size()?;
+            Some((arm.to_string(), metric::steps_series(obs, batch)))
+        })
+        .filter(|(_, pts)| !pts.is_empty())
+        .collect();
+    if !series.is_empty() {
+        out.push(Figure {
+            name: format!("{paper}-{exp}-steps"),
+            title: format!("{title}: throughput over time"),
+            x_label: "minutes since submission".into(),
+            y_label: "steps/s".into(),
+            lines: series,
+        });
+    }
+    let cdfs: Vec<(String, Vec<(f64, f64)>)> = arms
+        .iter()
+        .filter_map(|(arm, r)| {
+            let mut jct = r.jobs.as_ref()?.values("jct_min");
+            if jct.len() < 20 {
+                return None;
+            }
+            jct.sort_by(f64::total_cmp);
+            let n = jct.len() as f64;
+            let pts = jct
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (x.max(1e-3).log10(), (i + 1) as f64 / n))
+                .collect();
+            Some((arm.to_string(), pts))
+        })
+        .collect();
+    if !cdfs.is_empty() {
+        out.push(Figure {
+            name: format!("{paper}-{exp}-jct-cdf"),
+            title: format!("{title}: JCT CDF"),
+            x_label: "log10 JCT (min)".into(),
+            y_label: "share of completed jobs".into(),
+            lines: cdfs,
+        });
+    }
+    out
 }
 
 /// A change or ratio row agrees when dlsim moves the same way as the paper (a ratio's

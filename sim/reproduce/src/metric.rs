@@ -280,6 +280,19 @@ impl JobsTable {
             .map(String::as_str)
     }
 
+    /// The first row's batch size.
+    pub fn batch_size(&self) -> Option<f64> {
+        self.cell(0, "batch_size").and_then(|b| b.parse().ok())
+    }
+
+    /// The finite values of `col`, in row order.
+    pub fn values(&self, col: &str) -> Vec<f64> {
+        (0..self.rows.len())
+            .filter_map(|r| self.cell(r, col).and_then(|x| x.parse::<f64>().ok()))
+            .filter(|x| x.is_finite())
+            .collect()
+    }
+
     pub fn has(&self, col: &str) -> bool {
         self.cols.contains_key(col)
     }
@@ -394,6 +407,22 @@ impl RunData {
                 .ok_or_else(|| format!("no hit ratio for {cache_mb} MB")),
         }
     }
+}
+
+/// Global steps/s at every profiler sample instant: (minutes, steps/s).
+pub fn steps_series(obs: &str, batch: f64) -> Vec<(f64, f64)> {
+    let mut by_t: BTreeMap<u64, f64> = BTreeMap::new();
+    for l in obs.lines().skip(1) {
+        let c: Vec<&str> = l.split(',').collect();
+        if c.len() >= 8 && c[4] == "sample" && c[3] == "worker" {
+            if let (Ok(t), Ok(r)) = (c[0].parse::<u64>(), c[7].parse::<f64>()) {
+                *by_t.entry(t).or_insert(0.0) += r / batch;
+            }
+        }
+    }
+    by_t.into_iter()
+        .map(|(t, r)| (t as f64 / 60.0, r))
+        .collect()
 }
 
 /// The profiler's reading averaged over the sample instants in the [`OBS_WINDOW_S`] ending

@@ -153,6 +153,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    if !r.figures.is_empty() {
+        s.push_str("\n## Figures (seed 1 of each arm)\n\n");
+        for f in &r.figures {
+            let _ = writeln!(s, "![{}]({}.svg)", f.title, f.name);
+        }
+    }
     s.push_str("\n## Commands\n\n| row | command |\n|---|---|\n");
     for row in &r.rows {
         let _ = writeln!(s, "| `{}` | `{}` |", row.id, row.command);
@@ -219,6 +225,18 @@ pub fn html(r: &Report) -> String {
     }
     if !paper.is_empty() {
         s.push_str("</table>");
+    }
+    if !r.figures.is_empty() {
+        s.push_str("<h2>Figures</h2><p>Seed 1 of each arm; the paper's figure is named in the rows above.</p>");
+        for f in &r.figures {
+            let _ = write!(
+                s,
+                "<figure><img src=\"{}.svg\" alt=\"{}\" width=\"900\"><figcaption>{}</figcaption></figure>",
+                esc(&f.name),
+                esc(&f.title),
+                esc(&f.title)
+            );
+        }
     }
     if !r.not_expressible.is_empty() {
         s.push_str("<h2>Not expressible yet</h2><table><tr><th>paper</th><th>where</th><th>claim</th><th>paper's value</th><th>why</th></tr>");
@@ -321,6 +339,7 @@ mod tests {
             papers: vec!["p".into()],
             rows,
             not_expressible: vec![],
+            figures: vec![],
         }
     }
 

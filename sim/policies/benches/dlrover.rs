@@ -88,6 +88,7 @@ fn decision(c: &mut Criterion) {
         max_cpu: 64.0,
         max_mem: 256 * 1_024,
         ps_mem_used: 12_000.0,
+        ps_mem_final: 12_000.0,
         quota_cores: 4.0 * job.request.requested.total().cpu_cores(),
         worker_mem_used: 3_000.0,
     };

@@ -261,6 +261,8 @@ impl Dlrover {
             * f64::from(job.request.batch_size);
         let last = job.history.last();
         let ps_mem_used = last.map_or(0.0, |s| s.ps_mem_used_mb_max);
+        let steps_left = job.request.steps.saturating_sub(job.steps_done) as f64;
+        let ps_mem_final = plan::ps_mem_at_end(job.history, steps_left, ps_mem_used);
         let cores_now = job.config.total().cpu_cores();
         let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
         let plan = Plan {
@@ -274,6 +276,7 @@ impl Dlrover {
             max_cpu,
             max_mem,
             ps_mem_used,
+            ps_mem_final,
             quota_cores: quota.max(cores_now),
             worker_mem_used: last.map_or(0.0, |s| s.worker_mem_used_mb),
         };

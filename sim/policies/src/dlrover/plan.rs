@@ -12,7 +12,7 @@
 use crate::nsga2;
 use dlsim_engine::SimRng;
 use dlsim_fit::{Config, ThroughputParams};
-use dlsim_model::policy::{JobConfig, JobView};
+use dlsim_model::policy::{JobConfig, JobView, ProfileSample};
 use dlsim_model::Resources;
 
 pub const CPU_OPTIONS: [f64; 9] = [1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0];
@@ -45,6 +45,24 @@ const PS_RUNTIME_MB: f64 = 2_048.0;
 pub fn resplit_ps_mem(per_ps: f64, from: u32, to: u32) -> f64 {
     let variable = (per_ps - PS_RUNTIME_MB).max(0.0) * f64::from(from.max(1));
     PS_RUNTIME_MB + variable / f64::from(to.max(1))
+}
+
+/// The fullest PS's memory at the job's end, extrapolated from its growth per sample over
+/// the last three profiles of the current PS count (embeddings grow with the samples seen):
+/// `used` when the history cannot tell (fewer profiles, a PS count change, no progress).
+pub fn ps_mem_at_end(history: &[ProfileSample], steps_left: f64, used: f64) -> f64 {
+    let n = history.len();
+    if n < 3 {
+        return used;
+    }
+    let (a, b) = (&history[n - 3], &history[n - 1]);
+    let dt = (b.time - a.time).as_secs_f64();
+    let steps_per_s = history[n - 3..].iter().map(|s| s.steps_per_s).sum::<f64>() / 3.0;
+    if a.running_ps != b.running_ps || dt <= 0.0 || steps_per_s <= 0.0 {
+        return used;
+    }
+    let per_step = (b.ps_mem_used_mb_max - a.ps_mem_used_mb_max).max(0.0) / (steps_per_s * dt);
+    used + per_step * steps_left
 }
 
 /// Worker memory headroom over what a worker uses when a plan sizes it: workers' memory
@@ -163,6 +181,8 @@ pub struct Plan<'a> {
     pub max_cpu: f64,
     pub max_mem: u64,
     pub ps_mem_used: f64,
+    /// The fullest PS's memory predicted at the job's end ([`ps_mem_at_end`]).
+    pub ps_mem_final: f64,
     /// The most CPU cores the job may hold: plans over it are infeasible.
     pub quota_cores: f64,
     /// Memory a worker uses now (0 before the first profile), MB.
@@ -197,8 +217,17 @@ impl Plan<'_> {
 
     /// Per-PS memory at `ps` PS. The embedding is sharded: PS memory follows the share
     /// each PS holds, with headroom over what the fullest PS uses now.
+    ///
+    /// Right-sizing both ways (DLRover-RM Sec. 4.3): once the fullest PS has been observed,
+    /// its memory is 1.3x the larger of its use now and its use predicted at the job's end,
+    /// whether that is above or below the current request; the OOM predictor of the post
+    /// stage still raises it ahead of a limit the prediction missed.
     fn ps_mem(&self, ps: u32) -> u64 {
-        let now = (self.ps_mem_used * 1.3).max(self.current.ps_mem_mb as f64);
+        let now = if self.ps_mem_used > 0.0 {
+            self.ps_mem_used.max(self.ps_mem_final) * 1.3
+        } else {
+            self.current.ps_mem_mb as f64
+        };
         (resplit_ps_mem(now, self.current.ps, ps).ceil() as u64).clamp(1_024, self.max_mem)
     }
 
@@ -547,6 +576,7 @@ mod tests {
             max_cpu: 24.0,
             max_mem: 64 * 1_024,
             ps_mem_used: 8_000.0,
+            ps_mem_final: 8_000.0,
             quota_cores: 120.0,
             worker_mem_used: 3_000.0,
         }
@@ -670,15 +700,16 @@ mod tests {
     fn migrations_size_worker_memory_and_adding_workers_keeps_it() {
         let request = request(0);
         let job = view(&request);
-        // Per-pod CPU on the options' grid and PS memory with room: adding workers
-        // changes nothing else.
+        // Per-pod CPU on the options' grid and PS memory not yet observed (kept as
+        // requested): adding workers changes nothing else.
         let base = plan(&job);
         let plan = Plan {
             current: JobConfig {
                 worker_cpu: 4.0,
                 ..base.current
             },
-            ps_mem_used: 1_000.0,
+            ps_mem_used: 0.0,
+            ps_mem_final: 0.0,
             ..base
         };
         let now = plan.genes_of(&plan.current);
@@ -690,6 +721,58 @@ mod tests {
             more_ps.worker_mem_mb, 4_608,
             "3,000 MB used x 1.5, in 256 MB steps"
         );
+    }
+
+    /// PS memory is right-sized both ways: 1.3x the larger of its use now and its use
+    /// predicted at the end, below the request as well as above it.
+    #[test]
+    fn ps_memory_is_right_sized_both_ways() {
+        let request = request(0);
+        let job = view(&request);
+        let base = plan(&job);
+        let at = |used: f64, fin: f64| {
+            Plan {
+                ps_mem_used: used,
+                ps_mem_final: fin,
+                ..plan(&job)
+            }
+            .ps_mem(base.current.ps)
+        };
+        let requested = base.current.ps_mem_mb;
+        let used = requested as f64 / 2.0;
+        assert!(
+            used * 1.3 > 2_048.0,
+            "above the PS runtime floor: {requested}"
+        );
+        assert_eq!(at(used, used), (used * 1.3).ceil() as u64);
+        assert!(at(used, used) < requested, "shrinks below the request");
+        assert_eq!(at(4_000.0, 20_000.0), 26_000, "grows for the predicted end");
+        assert_eq!(at(0.0, 0.0), requested, "unobserved: as requested");
+    }
+
+    /// The end-of-job prediction extrapolates growth per step over the steps left.
+    #[test]
+    fn ps_memory_at_the_end_extrapolates_growth_per_step() {
+        let sample = |t_s: u64, mem: f64| ProfileSample {
+            time: dlsim_engine::SimTime::from_secs(t_s),
+            running_workers: 2,
+            running_ps: 1,
+            worker_cpu: 4.0,
+            ps_cpu: 4.0,
+            steps_per_s: 10.0,
+            worker_cpu_used: 1.0,
+            ps_cpu_used: 1.0,
+            worker_mem_used_mb: 3_000.0,
+            ps_mem_used_mb_max: mem,
+        };
+        // 100 MB over 200 s at 10 steps/s: 0.05 MB per step; 1,000 steps left.
+        let h = [
+            sample(0, 1_000.0),
+            sample(100, 1_050.0),
+            sample(200, 1_100.0),
+        ];
+        assert_eq!(ps_mem_at_end(&h, 1_000.0, 1_100.0), 1_150.0);
+        assert_eq!(ps_mem_at_end(&h[1..], 1_000.0, 1_100.0), 1_100.0, "too few");
     }
 
     /// Plans over the quota are infeasible: the exact front holds none of them.

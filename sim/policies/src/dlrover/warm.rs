@@ -198,16 +198,17 @@ impl ConfigDb {
         } else {
             (acc[1].round() as u32).max(1)
         };
-        // The user's PS memory, re-split over the warm-start PS count, is the floor.
-        let ps_mem_floor = super::plan::resplit_ps_mem(req.ps_mem_mb as f64, req.ps, ps) as u64;
+        // Memory comes from the similar jobs' final (right-sized) configurations, above or
+        // below the user's request (DLRover-RM Sec. 4.2: warm start from history); an
+        // under-estimate is an OOM the post stage relaunches with doubled memory.
         Some(JobConfig {
             workers: (acc[0].round() as u32).max(1),
             ps,
             worker_cpu: (acc[2] * 2.0).round().max(1.0) / 2.0,
-            worker_mem_mb: (acc[3] as u64).max(req.worker_mem_mb),
+            worker_mem_mb: (acc[3] as u64).max(1_024),
             worker_gpu: req.worker_gpu,
             ps_cpu: (acc[4] * 2.0).round().max(1.0) / 2.0,
-            ps_mem_mb: (acc[5] as u64).max(ps_mem_floor),
+            ps_mem_mb: (acc[5] as u64).max(1_024),
         })
     }
 }

@@ -380,7 +380,7 @@ fn dynamic_sharding_trains_every_shard_exactly_once_under_random_failures() {
     for seed in 0..40 {
         let faults = FaultConfig {
             pod_failure_per_day: 0.95,
-            worker_straggler_prob: 0.2,
+            slow_node_fraction: 0.2,
             ..no_faults()
         };
         let recovery = RecoveryConfig {

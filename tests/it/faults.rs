@@ -139,15 +139,17 @@ fn healthy_job_takes_start_latency_plus_samples_over_rate() {
 }
 
 #[test]
-fn worker_straggler_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
+fn a_slow_node_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
+    // The only node is slow: every pod on it, workers and PS, gets a quarter of its CPU.
     let spec = job(4, 2);
     let faults = FaultConfig {
-        worker_straggler_prob: 1.0,
+        slow_node_fraction: 1.0,
         straggler_cpu_ratio: 0.25,
         ..no_faults()
     };
     let slow = PerfInputs {
         worker_cores: 4.0,
+        ps_cores: 4.0,
         ..inputs(&spec)
     };
     let rate = perf::throughput(
@@ -162,6 +164,59 @@ fn worker_straggler_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
         got > 2.0 * healthy,
         "xDeepFM is compute-bound: a 4x CPU cut hurts ({got} vs {healthy})"
     );
+}
+
+/// Slowness belongs to nodes: the same nodes are slow whatever the policy does, every pod
+/// placed on one straggles, and a pod elsewhere does not.
+#[test]
+fn stragglers_are_the_pods_on_slow_nodes() {
+    let spec = JobSpec {
+        worker_cpu: 30.0,
+        ps_cpu: 30.0,
+        ..job(8, 4)
+    };
+    let mut s = scenario(
+        spec,
+        FaultConfig {
+            slow_node_fraction: 0.5,
+            straggler_cpu_ratio: 0.25,
+            ..no_faults()
+        },
+        no_checkpoints(),
+    );
+    // Twelve 32-core nodes: one 30-core pod each.
+    s.nodes = (0..12)
+        .map(|k| {
+            Node::new(
+                format!("n{k}"),
+                Resources::new(32.0, 1 << 20, 0),
+                String::new(),
+            )
+        })
+        .collect();
+    let slow_of = |policy: &str| {
+        let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());
+        let w = &out.world;
+        let j = &w.jobs[0];
+        let mut by_node = std::collections::BTreeMap::new();
+        for &p in j.pods.iter().chain(&j.retired) {
+            let pod = &w.pods[p];
+            if let Some(n) = pod.node {
+                let slow = pod.cpu_factor < 1.0;
+                // Every pod that ever ran on a node agrees on the node's speed.
+                assert_eq!(*by_node.entry(n).or_insert(slow), slow, "node {n}");
+            }
+        }
+        by_node
+    };
+    let a = slow_of("static");
+    let b = slow_of("static[sharding=dynamic]");
+    assert!(a.values().any(|&x| x) && a.values().any(|&x| !x), "{a:?}");
+    for (n, slow) in &a {
+        if let Some(other) = b.get(n) {
+            assert_eq!(slow, other, "node {n} is slow for every policy alike");
+        }
+    }
 }
 
 #[test]

@@ -82,8 +82,7 @@ fn random_scenario(seed: u64) -> Scenario {
         truth: TruthSettings::default(),
         faults: FaultConfig {
             pod_failure_per_day: rng.gen_range(0.0..0.9),
-            worker_straggler_prob: rng.gen_range(0.0..0.3),
-            ps_straggler_prob: rng.gen_range(0.0..0.3),
+            slow_node_fraction: rng.gen_range(0.0..0.3),
             straggler_cpu_ratio: rng.gen_range(0.03..1.0),
             hot_ps_prob: rng.gen_range(0.0..0.5),
             hot_ps_load_factor: rng.gen_range(1.0..5.0),

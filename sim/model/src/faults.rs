@@ -16,11 +16,12 @@ use serde::{Deserialize, Serialize};
 pub struct FaultConfig {
     /// Probability that a given pod fails within a day of running (exponential lifetimes).
     pub pod_failure_per_day: f64,
-    /// Probability that a launched worker is a straggler.
-    pub worker_straggler_prob: f64,
-    /// Probability that a launched PS is a straggler.
-    pub ps_straggler_prob: f64,
-    /// A straggler gets this fraction of its requested CPU.
+    /// Share of nodes that are slow (old hardware, a noisy neighbour): each node is drawn
+    /// once per run (stream `slow-nodes`, keyed by node), so every policy meets the same
+    /// slow nodes. Every pod placed on a slow node, worker or PS, is a straggler there;
+    /// replacing it on the same node does not help, moving it elsewhere does.
+    pub slow_node_fraction: f64,
+    /// A pod on a slow node gets this fraction of its requested CPU.
     pub straggler_cpu_ratio: f64,
     /// Probability that a job's parameters are partitioned unevenly (one hot PS).
     pub hot_ps_prob: f64,
@@ -156,8 +157,7 @@ impl Default for FaultConfig {
     fn default() -> Self {
         FaultConfig {
             pod_failure_per_day: 0.015,
-            worker_straggler_prob: 0.0,
-            ps_straggler_prob: 0.0,
+            slow_node_fraction: 0.0,
             straggler_cpu_ratio: 0.25,
             hot_ps_prob: 0.0,
             hot_ps_load_factor: 3.0,
@@ -187,8 +187,7 @@ impl FaultConfig {
             }
         };
         prob("faults.pod_failure_per_day", self.pod_failure_per_day)?;
-        prob("faults.worker_straggler_prob", self.worker_straggler_prob)?;
-        prob("faults.ps_straggler_prob", self.ps_straggler_prob)?;
+        prob("faults.slow_node_fraction", self.slow_node_fraction)?;
         prob("faults.hot_ps_prob", self.hot_ps_prob)?;
         if !(self.straggler_cpu_ratio > 0.0 && self.straggler_cpu_ratio <= 1.0) {
             return Err(("faults.straggler_cpu_ratio", "must be in (0, 1]".into()));

@@ -157,6 +157,8 @@ pub struct World {
     faults: FaultConfig,
     recovery: RecoveryConfig,
     fault_rng: SimRng,
+    /// Per node: slow for the whole run (`faults.slow_node_fraction`).
+    slow_nodes: Vec<bool>,
     elasticity: ElasticityConfig,
     cloud: cloud::CloudState,
     /// Queue length at which pod-failure timers of pods already gone are dropped.
@@ -253,6 +255,13 @@ impl World {
             faults: f.faults.clone(),
             recovery: f.recovery.clone(),
             fault_rng: streams.stream("faults"),
+            slow_nodes: (0..scenario.nodes.len() as u64)
+                .map(|n| {
+                    f.faults.slow_node_fraction > 0.0
+                        && rand::Rng::gen::<f64>(&mut streams.substream("slow-nodes", n))
+                            < f.faults.slow_node_fraction
+                })
+                .collect(),
             elasticity: f.elasticity.clone(),
             cloud,
             compact_timers_at: recovery::TIMER_COMPACTION_MIN,
@@ -496,6 +505,11 @@ impl World {
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;
                     pod.node = Some(node);
+                    pod.cpu_factor = if self.slow_nodes[node] {
+                        self.faults.straggler_cpu_ratio
+                    } else {
+                        1.0
+                    };
                     let latency = self.start_base_s + self.start_per_core_s * req.cpu_cores();
                     let at = now + SimTime::from_secs_f64_ceil(latency);
                     batch = match batch {

@@ -1,4 +1,4 @@
-//! Pod creation with injected conditions (stragglers, hot PS), pod failures, OOM kills,
+//! Pod creation with injected conditions (hot PS), pod failures, OOM kills,
 //! relaunch with a restart budget, and restart from the last checkpoint.
 //!
 //! Recovery semantics. With static data partitioning (a TFJob), losing any pod restarts
@@ -45,7 +45,8 @@ impl Cause {
 }
 
 impl World {
-    /// Queues a new pending pod for job `j`, drawing whether it lands as a straggler.
+    /// Queues a new pending pod for job `j` (whether it straggles depends on the node it
+    /// lands on: `World::slow_nodes`).
     pub(super) fn add_pod(
         &mut self,
         now: SimTime,
@@ -54,16 +55,6 @@ impl World {
         request: Resources,
         share: f64,
     ) -> usize {
-        let straggler_prob = match role {
-            Role::Ps => self.faults.ps_straggler_prob,
-            Role::Worker => self.faults.worker_straggler_prob,
-        };
-        let straggler = straggler_prob > 0.0 && self.fault_rng.gen::<f64>() < straggler_prob;
-        let cpu_factor = if straggler {
-            self.faults.straggler_cpu_ratio
-        } else {
-            1.0
-        };
         let p = self.pods.len();
         self.pods.push(Pod {
             job: j,
@@ -71,7 +62,7 @@ impl World {
             request,
             state: PodState::Pending,
             node: None,
-            cpu_factor,
+            cpu_factor: 1.0,
             share,
             throttle: 1.0,
             cpu_used: 0.0,

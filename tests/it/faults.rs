@@ -2,6 +2,7 @@
 
 use dlsim_model::cluster::Placement;
 use dlsim_model::faults::{FaultConfig, RecoveryConfig};
+use dlsim_model::job::Role;
 use dlsim_model::perf::{self, PerfInputs, PsCond, ThroughputParams, WorkerCond};
 use dlsim_model::policy::JobPhase;
 use dlsim_model::scenario::{
@@ -164,6 +165,46 @@ fn a_slow_node_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
         got > 2.0 * healthy,
         "xDeepFM is compute-bound: a 4x CPU cut hurts ({got} vs {healthy})"
     );
+}
+
+/// The papers' experiments cut one pod's CPU by hand: the pod is created smaller (the
+/// cluster and policies see it), the rest of the job is as configured, and the job slows.
+#[test]
+fn a_slow_pod_of_an_experiment_is_created_with_its_cut_cpu() {
+    let spec = job(4, 2);
+    let faults = FaultConfig {
+        slow_pods: vec![dlsim_model::faults::SlowPod {
+            job: 0,
+            role: "ps".into(),
+            index: 1,
+            cpu_ratio: 0.25,
+        }],
+        ..no_faults()
+    };
+    let s = scenario(spec.clone(), faults, no_checkpoints());
+    let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
+    let w = &out.world;
+    let cores: Vec<(bool, f64)> = w.jobs[0]
+        .pods
+        .iter()
+        .map(|&p| (w.pods[p].role == Role::Ps, w.pods[p].request.cpu_cores()))
+        .collect();
+    assert_eq!(
+        cores,
+        [
+            (true, 16.0),
+            (true, 4.0),
+            (false, 16.0),
+            (false, 16.0),
+            (false, 16.0),
+            (false, 16.0)
+        ]
+    );
+    let healthy = jct_s(&scenario(spec, no_faults(), no_checkpoints()));
+    assert!(jct_s(&s) > healthy, "the job waits for its slow PS");
+    let mut bad = s.clone();
+    bad.file.faults.slow_pods[0].role = "chief".into();
+    assert!(bad.file.faults.validate().is_err());
 }
 
 /// Slowness belongs to nodes: the same nodes are slow whatever the policy does, every pod

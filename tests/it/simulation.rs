@@ -84,6 +84,17 @@ fn random_scenario(seed: u64) -> Scenario {
             pod_failure_per_day: rng.gen_range(0.0..0.9),
             slow_node_fraction: rng.gen_range(0.0..0.3),
             straggler_cpu_ratio: rng.gen_range(0.03..1.0),
+            slow_pods: {
+                let n = rng.gen_range(0..3);
+                (0..n)
+                    .map(|_| dlsim_model::faults::SlowPod {
+                        job: rng.gen_range(0..20),
+                        role: if rng.gen_bool(0.5) { "ps" } else { "worker" }.into(),
+                        index: rng.gen_range(0..3),
+                        cpu_ratio: rng.gen_range(0.03..1.0),
+                    })
+                    .collect()
+            },
             hot_ps_prob: rng.gen_range(0.0..0.5),
             hot_ps_load_factor: rng.gen_range(1.0..5.0),
             node_mtbf_days: if rng.gen_bool(0.5) {

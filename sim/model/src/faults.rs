@@ -23,6 +23,12 @@ pub struct FaultConfig {
     pub slow_node_fraction: f64,
     /// A pod on a slow node gets this fraction of its requested CPU.
     pub straggler_cpu_ratio: f64,
+    /// Pods of a job's first launch whose CPU is cut by hand, as the papers' experiments
+    /// do ("one PS set to 3% of its CPU", DLRover-RM Figs. 12-13; 25%, DLRover Fig. 8):
+    /// the pod is created with `cpu_ratio` of its configured CPU, which the cluster and
+    /// every policy see. A replacement or a relaunch is a new pod at the configured size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_pods: Vec<SlowPod>,
     /// Probability that a job's parameters are partitioned unevenly (one hot PS).
     pub hot_ps_prob: f64,
     /// The hot PS carries this many times the share of each other PS.
@@ -33,6 +39,19 @@ pub struct FaultConfig {
     pub node_repair_h: f64,
     /// Co-located high-priority services (serving, stream processing, search).
     pub colocation: ColocationConfig,
+}
+
+/// One pod whose CPU an experiment cuts ([`FaultConfig::slow_pods`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowPod {
+    /// The job's id in the trace.
+    pub job: u64,
+    /// `ps` or `worker`.
+    pub role: String,
+    /// Which pod of that role, 0-based, in creation order.
+    pub index: u32,
+    pub cpu_ratio: f64,
 }
 
 /// What co-located services do to a training pod when their demand leaves it no room.
@@ -158,6 +177,7 @@ impl Default for FaultConfig {
         FaultConfig {
             pod_failure_per_day: 0.015,
             slow_node_fraction: 0.0,
+            slow_pods: Vec::new(),
             straggler_cpu_ratio: 0.25,
             hot_ps_prob: 0.0,
             hot_ps_load_factor: 3.0,
@@ -189,6 +209,20 @@ impl FaultConfig {
         prob("faults.pod_failure_per_day", self.pod_failure_per_day)?;
         prob("faults.slow_node_fraction", self.slow_node_fraction)?;
         prob("faults.hot_ps_prob", self.hot_ps_prob)?;
+        for p in &self.slow_pods {
+            if p.role != "ps" && p.role != "worker" {
+                return Err((
+                    "faults.slow_pods.role",
+                    format!("expected ps or worker, got `{}`", p.role),
+                ));
+            }
+            if !(p.cpu_ratio > 0.0 && p.cpu_ratio <= 1.0) {
+                return Err((
+                    "faults.slow_pods.cpu_ratio",
+                    format!("must be in (0, 1], got {}", p.cpu_ratio),
+                ));
+            }
+        }
         if !(self.straggler_cpu_ratio > 0.0 && self.straggler_cpu_ratio <= 1.0) {
             return Err(("faults.straggler_cpu_ratio", "must be in (0, 1]".into()));
         }

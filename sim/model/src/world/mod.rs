@@ -452,7 +452,22 @@ impl World {
         if sharding == Sharding::Dynamic {
             job.ledger = Some(ShardLedger::new(job.total_samples(), shard_samples));
         }
-        self.add_config_pods(now, j, &config, false);
+        let id = self.jobs[j].spec.id;
+        let cut: Vec<(Role, u32, f64)> = self
+            .faults
+            .slow_pods
+            .iter()
+            .filter(|s| s.job == id)
+            .map(|s| {
+                let role = if s.role == "ps" {
+                    Role::Ps
+                } else {
+                    Role::Worker
+                };
+                (role, s.index, s.cpu_ratio)
+            })
+            .collect();
+        self.add_config_pods_cut(now, j, &config, false, &cut);
         self.active.insert(j);
         if self.recovery.pending_timeout_s > 0.0 {
             queue.push(

@@ -91,12 +91,37 @@ impl World {
         config: &JobConfig,
         standby: bool,
     ) -> Vec<usize> {
+        self.add_config_pods_cut(now, j, config, standby, &[])
+    }
+
+    /// [`World::add_config_pods`], with the CPU of some pods cut: `(role, index, ratio)`
+    /// (`faults.slow_pods`, applied at a job's first launch).
+    pub(super) fn add_config_pods_cut(
+        &mut self,
+        now: SimTime,
+        j: usize,
+        config: &JobConfig,
+        standby: bool,
+        cut: &[(Role, u32, f64)],
+    ) -> Vec<usize> {
+        let request = |role: Role, k: u32, base: crate::Resources| match cut
+            .iter()
+            .find(|c| c.0 == role && c.1 == k)
+        {
+            Some(&(_, _, r)) => crate::Resources {
+                cpu_milli: ((base.cpu_milli as f64 * r).round() as u64).max(1),
+                ..base
+            },
+            None => base,
+        };
         let mut added = Vec::new();
-        for share in self.draw_ps_shares(config.ps) {
-            added.push(self.add_pod(now, j, Role::Ps, config.ps_request(), share));
+        for (k, share) in self.draw_ps_shares(config.ps).into_iter().enumerate() {
+            let req = request(Role::Ps, k as u32, config.ps_request());
+            added.push(self.add_pod(now, j, Role::Ps, req, share));
         }
-        for _ in 0..config.workers {
-            added.push(self.add_pod(now, j, Role::Worker, config.worker_request(), 0.0));
+        for k in 0..config.workers {
+            let req = request(Role::Worker, k, config.worker_request());
+            added.push(self.add_pod(now, j, Role::Worker, req, 0.0));
         }
         for &p in &added {
             self.pods[p].standby = standby;

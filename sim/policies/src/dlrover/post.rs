@@ -87,7 +87,10 @@ pub(super) fn post_scale(
             .iter()
             .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
             .expect("non-empty");
-        if used / req >= 0.9 && used / req >= 1.5 * median && req * 2.0 <= max_cpu {
+        // The replacement gets twice the hot PS's cores, and never fewer than the job's
+        // configured PS (a PS cut below its configuration comes back at full size).
+        let cpu = (req * 2.0).max(job.config.ps_cpu);
+        if used / req >= 0.9 && used / req >= 1.5 * median && cpu <= max_cpu {
             let mem = job
                 .pods
                 .iter()
@@ -96,7 +99,7 @@ pub(super) fn post_scale(
             return Some(Action::ReplacePod {
                 job: id,
                 pod,
-                cpu: req * 2.0,
+                cpu,
                 mem_mb: mem,
             });
         }

@@ -205,6 +205,11 @@ pub struct Job {
     /// share of jobs with each.
     pub seen_hot_ps: bool,
     pub seen_straggler: bool,
+    /// The configuration the policy launched the job with, and when its last elastic
+    /// change was applied: how close a warm start came to the final configuration and how
+    /// long the job took to settle (DLRover-RM Fig. 9 and Sec. 6.2).
+    pub launched: Option<JobConfig>,
+    pub last_rescale: Option<SimTime>,
     pub usage: UsageIntegrals,
     pub history: Vec<ProfileSample>,
     pub events: Vec<PodEvent>,
@@ -266,6 +271,8 @@ impl Job {
             rescales: 0,
             seen_hot_ps: false,
             seen_straggler: false,
+            launched: None,
+            last_rescale: None,
             usage: UsageIntegrals::default(),
             history: Vec::new(),
             events: Vec::new(),

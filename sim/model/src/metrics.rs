@@ -115,7 +115,7 @@ pub struct JobTally {
     makespan: Option<dlsim_engine::SimTime>,
 }
 
-const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler\n";
+const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s\n";
 
 impl JobTally {
     pub fn new() -> Self {
@@ -245,7 +245,7 @@ fn job_row(out: &mut String, j: &Job) {
     let u = &j.usage;
     writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         j.spec.id,
         j.spec.user,
         j.spec.model,
@@ -287,6 +287,10 @@ fn job_row(out: &mut String, j: &Job) {
         opt_f(ratio(u.role_mem_used_mb_s[1], u.role_mem_alloc_mb_s[1])),
         u8::from(j.seen_hot_ps),
         u8::from(j.seen_straggler),
+        j.launched.map(|c| c.workers.to_string()).unwrap_or_default(),
+        j.launched.map(|c| c.ps.to_string()).unwrap_or_default(),
+        // Seconds from the start of training to the last elastic change (0: never changed).
+        opt_s(j.start.map(|s| j.last_rescale.map_or(s, |r| r.max(s)) - s)),
     )
     .expect("writing to a String cannot fail");
 }

@@ -4,31 +4,89 @@
 //! baseline, a user-configured TFJob.
 //! `static[sharding=dynamic]` keeps the configuration but feeds data through DLRover's
 //! dynamic shard queues, which isolates what dynamic sharding alone buys under faults.
+//! `static[slow=restart]` is the stop-and-restart handling of a slow pod that DLRover-RM
+//! Figs. 12-13 compare against: every `interval_s` (180 s, DLRover-RM's adjustment
+//! interval) it looks at each job's pods, and when one pod is saturated (CPU use at >= 90%
+//! of its request) while the median pod of its role uses less than 1/1.5 of that share
+//! (the hot-PS rule of DLRover's adjust stage, applied to either role), it stops the job,
+//! saves a checkpoint and restarts it with the same configuration on fresh pods. Once per
+//! job: a restart that did not help is not repeated.
 
 use crate::spec::{PolicySpec, SpecError};
-use dlsim_model::policy::{Action, ClusterView, JobView, Policy, Sharding};
+use dlsim_engine::SimTime;
+use dlsim_model::job::Role;
+use dlsim_model::policy::{
+    Action, ClusterView, JobPhase, JobView, Policy, RescaleMethod, Sharding,
+};
+use std::collections::BTreeMap;
 
 pub struct Static {
     sharding: Sharding,
+    /// `slow=restart`: the handler's interval, and the jobs it watches (true once
+    /// restarted).
+    restart: Option<SimTime>,
+    watched: BTreeMap<u64, bool>,
 }
 
 impl Static {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["sharding"])?;
+        spec.only(&["sharding", "slow", "interval_s"])?;
         let sharding = match spec.params.get("sharding").map(String::as_str) {
             None | Some("static") => Sharding::Static,
             Some("dynamic") => Sharding::Dynamic,
             Some(_) => return Err(spec.bad_value("sharding", "expected static or dynamic")),
         };
-        Ok(Static { sharding })
+        let interval_s = spec.f64_or("interval_s", 180.0)?;
+        if !(1.0..=86_400.0).contains(&interval_s) {
+            return Err(spec.bad_value("interval_s", "1 <= interval_s <= 86400"));
+        }
+        let restart = match spec.params.get("slow").map(String::as_str) {
+            None | Some("ignore") => None,
+            Some("restart") => Some(SimTime::from_secs_f64_ceil(interval_s)),
+            Some(_) => return Err(spec.bad_value("slow", "expected ignore or restart")),
+        };
+        Ok(Static {
+            sharding,
+            restart,
+            watched: BTreeMap::new(),
+        })
+    }
+
+    /// A pod saturated at its request while its role's median pod is well below.
+    fn slow_pod(job: &JobView<'_>) -> bool {
+        [Role::Ps, Role::Worker].into_iter().any(|role| {
+            let mut loads: Vec<f64> = job
+                .pods
+                .iter()
+                .filter(|p| p.role == role)
+                .filter_map(|p| p.last.map(|s| s.cpu_used / p.request.cpu_cores().max(1e-9)))
+                .collect();
+            if loads.len() < 2 {
+                return false;
+            }
+            loads.sort_by(f64::total_cmp);
+            let (median, max) = (loads[loads.len() / 2], loads[loads.len() - 1]);
+            max >= 0.9 && max >= 1.5 * median
+        })
     }
 }
 
 impl Policy for Static {
     fn spec(&self) -> String {
-        match self.sharding {
-            Sharding::Static => "static".into(),
-            Sharding::Dynamic => "static[sharding=dynamic]".into(),
+        let mut params = Vec::new();
+        if self.sharding == Sharding::Dynamic {
+            params.push("sharding=dynamic".to_string());
+        }
+        if let Some(i) = self.restart {
+            params.push("slow=restart".into());
+            if i != SimTime::from_secs(180) {
+                params.push(format!("interval_s={}", i.as_secs_f64()));
+            }
+        }
+        if params.is_empty() {
+            "static".into()
+        } else {
+            format!("static[{}]", params.join(","))
         }
     }
 
@@ -41,11 +99,41 @@ impl Policy for Static {
         true
     }
 
+    fn observes_pods(&self) -> bool {
+        self.restart.is_some()
+    }
+
+    fn tick_interval(&self) -> Option<SimTime> {
+        self.restart
+    }
+
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
+        if self.restart.is_some() {
+            self.watched.insert(job.request.id, false);
+        }
         vec![Action::Launch {
             job: job.request.id,
             config: job.request.requested,
         }]
+    }
+
+    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+        view.forget_ended(&mut self.watched);
+        let mut actions = Vec::new();
+        for (&id, restarted) in self.watched.iter_mut().filter(|(_, r)| !**r) {
+            let Some(job) = view.jobs.get(id) else {
+                continue;
+            };
+            if job.phase == JobPhase::Training && !job.rescaling && Self::slow_pod(&job) {
+                *restarted = true;
+                actions.push(Action::Rescale {
+                    job: id,
+                    config: job.config,
+                    method: RescaleMethod::StopRestart,
+                });
+            }
+        }
+        actions
     }
 }
 
@@ -54,13 +142,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn static_takes_only_a_sharding_mode() {
+    fn static_takes_a_sharding_mode_and_a_slow_pod_handler() {
         assert!(crate::build("static").is_ok());
         assert_eq!(
             crate::build("static[sharding=dynamic]").unwrap().sharding(),
             Sharding::Dynamic
         );
+        let r = crate::build("static[slow=restart]").unwrap();
+        assert_eq!(r.spec(), "static[slow=restart]");
+        assert!(r.observes_pods());
+        assert_eq!(r.tick_interval(), Some(SimTime::from_secs(180)));
+        assert!(crate::build("static").unwrap().tick_interval().is_none());
         assert!(crate::build("static[sharding=x]").is_err());
+        assert!(crate::build("static[slow=x]").is_err());
         assert!(crate::build("static[x=1]").is_err());
         assert!(matches!(
             crate::build("nope"),

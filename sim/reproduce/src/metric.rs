@@ -255,21 +255,42 @@ impl JobsTable {
                 .and_then(|&i| r.get(i))
                 .and_then(|x| x.parse().ok())
         };
-        let derived: Vec<(Option<f64>, Option<f64>)> = rows
+        let accuracy = |r: &Vec<String>, init: &str, fin: &str| {
+            get(r, init)
+                .zip(get(r, fin))
+                .filter(|&(_, f)| f > 0.0)
+                .map(|(i, f)| (1.0 - (i - f).abs() / f).max(0.0))
+        };
+        let derived: Vec<[Option<f64>; 4]> = rows
             .iter()
             .map(|r| {
-                let samples = get(r, "steps")
-                    .zip(get(r, "batch_size"))
-                    .map(|(a, b)| a * b);
-                (samples, get(r, "jct_s").map(|s| s / 60.0))
+                [
+                    get(r, "steps")
+                        .zip(get(r, "batch_size"))
+                        .map(|(a, b)| a * b),
+                    get(r, "jct_s").map(|s| s / 60.0),
+                    accuracy(r, "init_workers", "workers"),
+                    accuracy(r, "init_ps", "ps"),
+                ]
             })
             .collect();
-        for (r, (samples, jct_min)) in rows.iter_mut().zip(derived) {
-            r.push(samples.map(|x| x.to_string()).unwrap_or_default());
-            r.push(jct_min.map(|x| x.to_string()).unwrap_or_default());
+        for (r, d) in rows.iter_mut().zip(derived) {
+            r.extend(
+                d.iter()
+                    .map(|x| x.map(|x| x.to_string()).unwrap_or_default()),
+            );
         }
-        cols.insert("samples".into(), n);
-        cols.insert("jct_min".into(), n + 1);
+        for (k, name) in [
+            "samples",
+            "jct_min",
+            "worker_init_accuracy",
+            "ps_init_accuracy",
+        ]
+        .iter()
+        .enumerate()
+        {
+            cols.insert(name.to_string(), n + k);
+        }
         JobsTable { cols, rows }
     }
 
@@ -537,6 +558,28 @@ mod tests {
             0.5
         );
         assert!(run.eval(&m("jobs.mean(nope)"), None).is_err());
+    }
+
+    #[test]
+    fn derives_the_launch_accuracy_of_each_count() {
+        let t = JobsTable::parse(
+            "id,workers,ps,init_workers,init_ps\n1,10,4,8,4\n2,10,2,30,1\n3,5,0,5,0\n",
+        );
+        let run = RunData {
+            jobs: Some(t),
+            ..RunData::default()
+        };
+        let m = |s: &str| Metric::parse(s, None).unwrap();
+        // Workers: 1 - 2/10 = 0.8, 1 - 20/10 -> 0, 1: mean 0.6.
+        let w = run
+            .eval(&m("jobs.mean(worker_init_accuracy)"), None)
+            .unwrap();
+        assert!((w - 0.6).abs() < 1e-12, "{w}");
+        // PS: 1 and 0.5; a job without PS has no PS accuracy.
+        assert_eq!(
+            run.eval(&m("jobs.mean(ps_init_accuracy)"), None).unwrap(),
+            0.75
+        );
     }
 
     #[test]

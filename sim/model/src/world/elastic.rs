@@ -43,6 +43,7 @@ impl World {
         };
         if applied {
             self.jobs[j].rescales += 1;
+            self.jobs[j].last_rescale = Some(now);
         } else {
             self.rejected_actions += 1;
         }
@@ -107,7 +108,10 @@ impl World {
         method: RescaleMethod,
         queue: &mut EventQueue<Event>,
     ) -> bool {
-        if !self.config_fits(&config) || config == self.jobs[j].config {
+        // The same configuration is a change only as a stop-and-restart: the job comes
+        // back on fresh pods (how a TFJob operator handles a slow pod).
+        let same = config == self.jobs[j].config;
+        if !self.config_fits(&config) || (same && method != RescaleMethod::StopRestart) {
             return false;
         }
         let worker_gpu_changed = config.worker_gpu != self.jobs[j].config.worker_gpu;

@@ -445,6 +445,7 @@ impl World {
             f64::from(self.elasticity.shard_batches) * f64::from(self.jobs[j].spec.batch_size);
         let job = &mut self.jobs[j];
         job.config = config;
+        job.launched = Some(config);
         job.phase = JobPhase::Starting;
         job.last_update = now;
         job.ckpt_interval_s = self.recovery.checkpoint_interval_s;

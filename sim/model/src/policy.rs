@@ -256,8 +256,8 @@ pub struct ClusterView<'a> {
     /// (empty for a policy without ticks).
     pub ended: &'a [EndedJob],
     /// Ids of active jobs whose observable state changed since the policy's previous
-    /// `on_tick` (a pod event, a pod or job profile sample, a phase change; empty for a
-    /// policy without ticks). Progress (`steps_done`) changes without being listed. A
+    /// `on_tick` (a pod event, a pending pod placed or re-requested, a pod or job profile
+    /// sample, a phase change; empty for a policy without ticks). Progress (`steps_done`) changes without being listed. A
     /// policy whose decisions for a job depend only on these and on its own timers can
     /// visit just these jobs, the jobs it must watch, and the jobs whose timers are due.
     pub changed: &'a std::collections::BTreeSet<u64>,

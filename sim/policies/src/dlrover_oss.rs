@@ -163,10 +163,12 @@ impl JobState {
 
 /// Each job's master decides every 30 s; a tick visits only the jobs whose decision could
 /// differ from "nothing": those whose state changed since the last tick
-/// ([`ClusterView::changed`]), those it watches (rescaling, with resizes queued, or with
-/// optimizer stages still to step through) and those whose timer is due (a pending pod to
-/// shrink, a plan or PS-change gate opening: `next_wake`). A job waiting in the queue
-/// with nothing new costs nothing per tick.
+/// ([`ClusterView::changed`]), those it watches (they acted at the last tick, so the next
+/// queued resize may be due, or have optimizer stages still to step through) and those
+/// whose timer is due (a pending pod to shrink, a plan or PS-change gate opening:
+/// `next_wake`). A rescale in progress or a queued resize waiting for its pod needs no
+/// watch: the rescale ends, and the pod starts running, with a listed change. A job
+/// waiting in the queue with nothing new costs nothing per tick.
 pub struct DlroverOss {
     limits: Limits,
     jobs: BTreeMap<u64, JobState>,
@@ -619,10 +621,10 @@ impl Policy for DlroverOss {
             if let Some(w) = state.wake.take() {
                 self.timers.remove(&(w, id));
             }
-            out.extend(self.decide(state, &job, view.now));
-            let busy = job.rescaling
-                || !state.resizes.is_empty()
+            let actions = self.decide(state, &job, view.now);
+            let busy = !actions.is_empty()
                 || (job.phase == JobPhase::Training && state.stage != Stage::Running);
+            out.extend(actions);
             if busy {
                 self.watch.insert(id);
             } else {

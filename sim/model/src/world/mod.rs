@@ -483,6 +483,7 @@ impl World {
                     // The job's usage integrals run to now before it holds more.
                     self.jobs[j].advance(now, &mut self.pods);
                     self.hold(j, true);
+                    self.touch(j); // The pod is no longer pending: its view changed.
                     self.on_node[node].insert(p, ());
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;

@@ -431,4 +431,14 @@ pub trait Policy {
     fn on_tick(&mut self, _view: &ClusterView<'_>) -> Vec<Action> {
         Vec::new()
     }
+
+    /// `Some(t)`: until `t`, a tick that lists no changed and no ended job would return
+    /// nothing and change nothing, so the world skips it (it still counts as an event).
+    /// For a policy whose ticks follow what changed ([`ClusterView::changed`]) plus its own
+    /// timers, `t` is its next timer; a long replay then pays for the ticks that have
+    /// something to look at, not for every 30 s of simulated time. `None` (the default):
+    /// every tick is consulted.
+    fn quiet_until(&self) -> Option<SimTime> {
+        None
+    }
 }

@@ -327,12 +327,18 @@ impl World {
     /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
     /// A streamed trace is read in order, so `j` is then the next record's job.
     fn build_job(&mut self, j: usize) {
-        let spec = match &mut self.stream {
+        let mut spec = match &mut self.stream {
             Some((reader, next)) => {
                 std::mem::replace(next, next_record(reader)).expect("a record per job")
             }
             None => self.specs[j].clone(),
         };
+        // Provenance the world never reads: not kept while the job lives (on long
+        // traces a queue of live jobs is most of the memory).
+        spec.synthesized = Vec::new();
+        if let Some(o) = spec.observed.as_mut() {
+            o.name = String::new();
+        }
         let mut rng = self.streams.substream("job-truth", spec.id);
         let sigma = self.truth_settings.job_variation_sigma;
         let mut factor = || {

@@ -6,7 +6,9 @@
 //! 2,000-node cluster instead of a linear scan; and since allocations only shrink free
 //! space, the node first-fit found last for a request stays the first candidate for the
 //! same request until space is freed, so a job's identical pods mostly skip the search.
-//! Best-fit scans all nodes.
+//! Best-fit scans all nodes. The cluster also lists the nodes whose free room may have
+//! grown since the scheduler last asked (`take_grown`): a request that fitted nowhere then
+//! can fit only there, so a scheduling pass tries only what may fit.
 
 use crate::Resources;
 use serde::{Deserialize, Serialize};

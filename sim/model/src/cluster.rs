@@ -368,6 +368,31 @@ mod tests {
     }
 
     #[test]
+    fn grown_lists_the_nodes_whose_room_may_have_grown() {
+        let mut c = Cluster::new(
+            vec![node(4.0, 100, 0), node(8.0, 100, 0)],
+            Placement::FirstFit,
+        );
+        assert_eq!(c.take_grown(), None, "before the first call: any node");
+        assert_eq!(c.take_grown(), Some(vec![]));
+        let r = Resources::new(2.0, 10, 0);
+        let n = c.place(&r).expect("room");
+        assert_eq!(
+            c.take_grown(),
+            Some(vec![]),
+            "an allocation only takes room"
+        );
+        c.release(n, &r);
+        c.set_down(1, true);
+        assert_eq!(c.take_grown(), Some(vec![n, 1]));
+        for _ in 0..=GROWN_KEPT {
+            let n = c.place(&r).expect("room");
+            c.release(n, &r);
+        }
+        assert_eq!(c.take_grown(), None, "too many to list: any node");
+    }
+
+    #[test]
     fn best_fit_takes_the_tightest_node() {
         let mut c = Cluster::new(
             vec![node(16.0, 100, 0), node(8.0, 100, 0), node(4.0, 50, 0)],

@@ -22,7 +22,7 @@ out=${OUT:-reports/bench/$(date +%Y-%m-%d)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build --release --quiet
-bin=$PWD/target/release/dlsim
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/dlsim
 mkdir -p "$out"
 csv="$work/traces.csv"
 echo "trace,jobs,policy,status,wall_s,peak_rss_mb,events,events_per_s,jcr" > "$csv"

@@ -6,7 +6,9 @@
 //! 2,000-node cluster instead of a linear scan; and since allocations only shrink free
 //! space, the node first-fit found last for a request stays the first candidate for the
 //! same request until space is freed, so a job's identical pods mostly skip the search.
-//! Best-fit scans all nodes.
+//! Best-fit scans all nodes. The cluster also lists the nodes whose free room may have
+//! grown since the scheduler last asked (`take_grown`): a request that fitted nowhere then
+//! can fit only there, so a scheduling pass tries only what may fit.
 
 use crate::Resources;
 use serde::{Deserialize, Serialize};
@@ -57,6 +59,9 @@ impl Node {
     }
 }
 
+/// Nodes with grown room listed one by one before [`Cluster::take_grown`] says "any".
+const GROWN_KEPT: usize = 32;
+
 pub struct Cluster {
     nodes: Vec<Node>,
     placement: Placement,
@@ -75,6 +80,10 @@ pub struct Cluster {
     /// changed reservation, a node going down or coming back), which clears it. Pods of one job, placed one after
     /// another with the same request, then skip the tree search.
     first_fit_hint: Option<(Resources, usize)>,
+    /// Nodes whose free room may have grown (the events that clear `first_fit_hint`)
+    /// since the last [`Cluster::take_grown`]: a request that fitted nowhere then can fit
+    /// only on one of these now. `None`: more than [`GROWN_KEPT`], so any node.
+    grown: Option<Vec<usize>>,
 }
 
 impl Cluster {
@@ -94,6 +103,7 @@ impl Cluster {
             free: Resources::ZERO,
             node_max: Resources::ZERO,
             first_fit_hint: None,
+            grown: None,
         };
         for i in 0..cluster.nodes.len() {
             let n = &cluster.nodes[i];
@@ -129,6 +139,29 @@ impl Cluster {
         self.node_max
     }
 
+    /// Per resource, the most free room on any one node now: a request over it in some
+    /// resource fits nowhere until room is released.
+    pub fn max_free(&self) -> Resources {
+        self.tree[1]
+    }
+
+    /// The nodes whose free room may have grown since the last call (a release, a changed
+    /// reservation, a node going down or coming back; allocations only shrink it), in
+    /// order, possibly repeated; `None` for any node (too many to list, or no call yet).
+    pub fn take_grown(&mut self) -> Option<Vec<usize>> {
+        self.grown.replace(Vec::new())
+    }
+
+    fn note_grown(&mut self, node: usize) {
+        if let Some(grown) = &mut self.grown {
+            if grown.len() < GROWN_KEPT {
+                grown.push(node);
+            } else {
+                self.grown = None;
+            }
+        }
+    }
+
     /// Whether some node could hold `req` if it were empty.
     pub fn could_ever_fit(&self, req: &Resources) -> bool {
         self.nodes.iter().any(|n| req.fits_in(&n.capacity))
@@ -161,6 +194,7 @@ impl Cluster {
 
     pub fn release(&mut self, node: usize, req: &Resources) {
         self.first_fit_hint = None;
+        self.note_grown(node);
         self.nodes[node].allocated -= *req;
         self.allocated -= *req;
         self.update(node);
@@ -170,6 +204,7 @@ impl Cluster {
     /// pods); the reservation must fit beside the allocation.
     pub fn set_reserved(&mut self, node: usize, reserved: Resources) {
         self.first_fit_hint = None;
+        self.note_grown(node);
         let n = &mut self.nodes[node];
         n.reserved = reserved;
         assert!(
@@ -190,6 +225,7 @@ impl Cluster {
             "a node goes down only after its pods are gone"
         );
         self.first_fit_hint = None;
+        self.note_grown(node);
         self.nodes[node].down = down;
         self.update(node);
     }
@@ -329,6 +365,31 @@ mod tests {
         assert_eq!(c.place(&Resources::new(2.0, 10, 0)), Some(0));
         assert_eq!(c.place(&Resources::new(1.0, 10, 1)), Some(2));
         assert_eq!(c.place(&Resources::new(17.0, 10, 0)), None);
+    }
+
+    #[test]
+    fn grown_lists_the_nodes_whose_room_may_have_grown() {
+        let mut c = Cluster::new(
+            vec![node(4.0, 100, 0), node(8.0, 100, 0)],
+            Placement::FirstFit,
+        );
+        assert_eq!(c.take_grown(), None, "before the first call: any node");
+        assert_eq!(c.take_grown(), Some(vec![]));
+        let r = Resources::new(2.0, 10, 0);
+        let n = c.place(&r).expect("room");
+        assert_eq!(
+            c.take_grown(),
+            Some(vec![]),
+            "an allocation only takes room"
+        );
+        c.release(n, &r);
+        c.set_down(1, true);
+        assert_eq!(c.take_grown(), Some(vec![n, 1]));
+        for _ in 0..=GROWN_KEPT {
+            let n = c.place(&r).expect("room");
+            c.release(n, &r);
+        }
+        assert_eq!(c.take_grown(), None, "too many to list: any node");
     }
 
     #[test]

@@ -256,8 +256,8 @@ pub struct ClusterView<'a> {
     /// (empty for a policy without ticks).
     pub ended: &'a [EndedJob],
     /// Ids of active jobs whose observable state changed since the policy's previous
-    /// `on_tick` (a pod event, a pod or job profile sample, a phase change; empty for a
-    /// policy without ticks). Progress (`steps_done`) changes without being listed. A
+    /// `on_tick` (a pod event, a pending pod placed or re-requested, a pod or job profile
+    /// sample, a phase change; empty for a policy without ticks). Progress (`steps_done`) changes without being listed. A
     /// policy whose decisions for a job depend only on these and on its own timers can
     /// visit just these jobs, the jobs it must watch, and the jobs whose timers are due.
     pub changed: &'a std::collections::BTreeSet<u64>,
@@ -430,5 +430,15 @@ pub trait Policy {
     /// Called every `tick_interval`.
     fn on_tick(&mut self, _view: &ClusterView<'_>) -> Vec<Action> {
         Vec::new()
+    }
+
+    /// `Some(t)`: until `t`, a tick that lists no changed and no ended job would return
+    /// nothing and change nothing, so the world skips it (it still counts as an event).
+    /// For a policy whose ticks follow what changed ([`ClusterView::changed`]) plus its own
+    /// timers, `t` is its next timer; a long replay then pays for the ticks that have
+    /// something to look at, not for every 30 s of simulated time. `None` (the default):
+    /// every tick is consulted.
+    fn quiet_until(&self) -> Option<SimTime> {
+        None
     }
 }

@@ -153,10 +153,16 @@ pub struct Dlrover {
     db: ConfigDb,
     /// Every launched job not yet seen to end.
     jobs: BTreeMap<u64, Tracked>,
-    /// The jobs a tick visits: those with PSes (what stages 2 and 3 act on), plus jobs
-    /// with an OOM kill not yet handled. A job without PSes is never planned, so the
-    /// per-tick cost grows with the jobs the policy can act on, not with every job.
+    /// The jobs the policy acts on: those with PSes (what stages 2 and 3 act on). A job
+    /// without PSes is never planned, so the per-tick cost grows with the jobs the policy
+    /// can act on, not with every job.
     visit: BTreeSet<u64>,
+    /// Of those, the ones the next tick must look at whatever changes (see
+    /// [`Dlrover::visits`]): they acted at the last tick, or have the samples for a plan
+    /// that something the world does not list as a change (a pending pod placed) blocks.
+    watch: BTreeSet<u64>,
+    /// The largest node at the last tick: stage 3 sizes its plans by it.
+    node_max: Option<dlsim_model::Resources>,
     /// Jobs with an OOM kill since the last tick (`on_oom`).
     oomed: BTreeSet<u64>,
     rng: SimRng,
@@ -235,6 +241,8 @@ impl Dlrover {
             db,
             jobs: BTreeMap::new(),
             visit: BTreeSet::new(),
+            watch: BTreeSet::new(),
+            node_max: None,
             oomed: BTreeSet::new(),
             rng: RngStreams::new(seed).stream("dlrover-nsga"),
             spec: spec.canonical(),
@@ -350,15 +358,10 @@ impl Dlrover {
                 }
             }
             self.visit.remove(&e.id);
+            self.watch.remove(&e.id);
             self.oomed.remove(&e.id);
         }
-        let ids: Vec<u64> = if self.oomed.is_empty() {
-            self.visit.iter().copied().collect()
-        } else {
-            let all: BTreeSet<u64> = self.visit.union(&self.oomed).copied().collect();
-            self.oomed.clear();
-            all.into_iter().collect()
-        };
+        let ids = self.visits(view);
         let views: Vec<JobView<'v>> = ids.iter().filter_map(|&id| view.jobs.get(id)).collect();
         for job in &views {
             let Some(t) = self.jobs.get_mut(&job.request.id) else {
@@ -401,6 +404,42 @@ impl Dlrover {
             }
         }
         views
+    }
+
+    /// The jobs this tick looks at, in id order: the PS jobs whose observable state changed
+    /// since the last tick ([`ClusterView::changed`]), those watched, and those with an
+    /// OOM kill; every PS job when the largest node changed (stage 3's bounds). A job
+    /// outside these would decide exactly what it decided at its last visit: stage 3
+    /// reads only its events, profiles, pods and configuration (progress changes only the
+    /// size of a memory raise it asks for, not whether it asks), and a plan needs fresh
+    /// samples (`Tracked::fresh`), which come with a change.
+    fn visits(&mut self, view: &ClusterView<'_>) -> Vec<u64> {
+        let mut ids: BTreeSet<u64> = if self.node_max != Some(view.node_max) {
+            self.node_max = Some(view.node_max);
+            self.visit.clone()
+        } else {
+            let changed = view.changed.iter().filter(|id| self.visit.contains(id));
+            changed.chain(&self.watch).copied().collect()
+        };
+        ids.append(&mut self.oomed);
+        self.watch.clear();
+        ids.into_iter().collect()
+    }
+
+    /// Whether the next tick must look at a PS job this tick visited: it acted (an action
+    /// the world refuses is asked again), or it has the samples for a plan (`fresh`
+    /// enough) but its last action is too recent (a timer, not a change, ends that wait).
+    /// Every other block of a plan (pending pods, a rescale, the job's phase) ends with a
+    /// listed change.
+    fn keep_watching(&self, id: u64, acted: bool, now: SimTime) -> bool {
+        let Some(t) = self.jobs.get(&id).filter(|_| self.visit.contains(&id)) else {
+            return false; // Jobs without PSes are looked at only after an OOM kill.
+        };
+        let unsettled = t
+            .last_action
+            .is_some_and(|a| now - a < SimTime::from_secs(self.interval_s));
+        let ready = t.fresh >= 2 * (1 + t.idle_plans.min(3)) && !t.obs.is_empty();
+        acted || (ready && unsettled)
     }
 }
 
@@ -548,10 +587,16 @@ impl Policy for Dlrover {
                 t.idle_plans + 1
             };
         }
-        for id in busy {
+        for &id in &busy {
             let t = self.jobs.get_mut(&id).expect("tracked");
             t.last_action = Some(view.now);
             t.fresh = 0;
+        }
+        for job in &jobs {
+            let id = job.request.id;
+            if self.keep_watching(id, busy.contains(&id), view.now) {
+                self.watch.insert(id);
+            }
         }
         actions
     }

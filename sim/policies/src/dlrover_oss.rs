@@ -163,10 +163,12 @@ impl JobState {
 
 /// Each job's master decides every 30 s; a tick visits only the jobs whose decision could
 /// differ from "nothing": those whose state changed since the last tick
-/// ([`ClusterView::changed`]), those it watches (rescaling, with resizes queued, or with
-/// optimizer stages still to step through) and those whose timer is due (a pending pod to
-/// shrink, a plan or PS-change gate opening: `next_wake`). A job waiting in the queue
-/// with nothing new costs nothing per tick.
+/// ([`ClusterView::changed`]), those it watches (they acted at the last tick, so the next
+/// queued resize may be due, or their plan stepped to a stage whose plan is due at once) and those
+/// whose timer is due (a pending pod to shrink, a plan or PS-change gate opening:
+/// `next_wake`). A rescale in progress or a queued resize waiting for its pod needs no
+/// watch: the rescale ends, and the pod starts running, with a listed change. A job
+/// waiting in the queue with nothing new costs nothing per tick.
 pub struct DlroverOss {
     limits: Limits,
     jobs: BTreeMap<u64, JobState>,
@@ -337,14 +339,14 @@ fn next_wake(state: &JobState, job: &JobView<'_>, now: SimTime) -> Option<SimTim
         });
     let after = |t: Option<SimTime>, s: u64| t.map(|t| t + SimTime::from_secs(s));
     let gates = if job.phase == JobPhase::Training {
-        vec![
+        [
             after(state.training_since, START_AFTER_S),
             after(last_worker_event(job), WORKERS_STABLE_S),
             after(state.last_plan, PLAN_INTERVAL_S),
             after(state.last_ps_change, PS_INTERVAL_S),
         ]
     } else {
-        Vec::new()
+        [None; 4]
     };
     shrink
         .chain(gates.into_iter().flatten().filter(|&t| t > now))
@@ -399,18 +401,31 @@ impl DlroverOss {
     }
 
     fn plan_from(&self, state: &mut JobState, job: &JobView<'_>, now: SimTime) -> Option<Action> {
-        let window: Vec<Snapshot> = state.window.iter().cloned().collect();
+        // The rules read the window as a slice: lent in place, not copied per plan.
+        let mut window = std::mem::take(&mut state.window);
+        let action = self.plan_stage(state, job, now, window.make_contiguous());
+        state.window = window;
+        action
+    }
+
+    fn plan_stage(
+        &self,
+        state: &mut JobState,
+        job: &JobView<'_>,
+        now: SimTime,
+        window: &[Snapshot],
+    ) -> Option<Action> {
         match state.stage {
             Stage::WorkerInitial => {
                 state.stage = Stage::PsInitial;
-                self.worker_action(state, job, &window)
+                self.worker_action(state, job, window)
             }
             Stage::PsInitial => {
                 state.stage = Stage::Running;
                 if !may_change_ps(now, state.last_ps_change) {
                     return None;
                 }
-                let action = self.ps_action(state, job, &window);
+                let action = self.ps_action(state, job, window);
                 if action.is_some() {
                     state.last_ps_change = Some(now);
                 }
@@ -418,7 +433,7 @@ impl DlroverOss {
             }
             Stage::Running => {
                 if may_change_ps(now, state.last_ps_change) {
-                    let moves = rules::hot_ps_plan(self.limits, &window);
+                    let moves = rules::hot_ps_plan(self.limits, window);
                     if !moves.is_empty() {
                         state.last_ps_change = Some(now);
                         for (pod, cpu) in moves {
@@ -431,7 +446,7 @@ impl DlroverOss {
                         return next_resize(state, job);
                     }
                 }
-                self.worker_action(state, job, &window)
+                self.worker_action(state, job, window)
             }
         }
     }
@@ -592,6 +607,13 @@ impl Policy for DlroverOss {
         }]
     }
 
+    /// With no job watched, only a change or the first timer makes a tick do anything.
+    fn quiet_until(&self) -> Option<SimTime> {
+        self.watch
+            .is_empty()
+            .then(|| self.timers.first().map_or(SimTime::MAX, |&(t, _)| t))
+    }
+
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         for e in view.ended {
             if let Some(w) = self.jobs.remove(&e.id).and_then(|s| s.wake) {
@@ -619,10 +641,13 @@ impl Policy for DlroverOss {
             if let Some(w) = state.wake.take() {
                 self.timers.remove(&(w, id));
             }
-            out.extend(self.decide(state, &job, view.now));
-            let busy = job.rescaling
-                || !state.resizes.is_empty()
-                || (job.phase == JobPhase::Training && state.stage != Stage::Running);
+            let stage = state.stage;
+            let actions = self.decide(state, &job, view.now);
+            // A plan that stepped to a stage with nothing to ask leaves the next stage due
+            // at the next tick (no plan time is recorded).
+            let stepped = state.stage != stage && state.stage != Stage::Running;
+            let busy = !actions.is_empty() || (job.phase == JobPhase::Training && stepped);
+            out.extend(actions);
             if busy {
                 self.watch.insert(id);
             } else {

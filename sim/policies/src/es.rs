@@ -152,6 +152,11 @@ pub struct Es {
     interval: SimTime,
     max_cores: f64,
     jobs: BTreeMap<u64, EsJob>,
+    /// The jobs the next tick must look at whatever changes: they acted (a straggler is
+    /// replaced one a tick; a refused action is asked again), or the efficiency test
+    /// asks for a step that the job's state or the free room blocked (a pending pod being
+    /// placed and room freed elsewhere are not listed changes). See `on_tick`.
+    watch: BTreeSet<u64>,
 }
 
 impl Es {
@@ -195,7 +200,29 @@ impl Es {
             interval: SimTime::from_secs_f64_ceil(interval_s),
             max_cores,
             jobs: BTreeMap::new(),
+            watch: BTreeSet::new(),
         })
+    }
+
+    /// The worker count after a step to `to` workers stays within the per-job budget.
+    fn within_budget(&self, job: &JobView<'_>, to: u32) -> bool {
+        let c = &job.config;
+        let cores = f64::from(to) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu;
+        cores <= self.max_cores + 1e-9
+    }
+
+    /// Whether the efficiency test asks this job for a step it may take: a step back, or
+    /// growth within the budget (growth over it waits for a new configuration).
+    fn wants_step(&self, job: &JobView<'_>) -> bool {
+        let Some(st) = self.jobs.get(&job.request.id) else {
+            return false;
+        };
+        let spawn = self.spawn.of(job.request.model);
+        match st.decide(job.config.workers, spawn, self.theta) {
+            Step::Wait => false,
+            Step::Grow(to) => self.within_budget(job, to),
+            Step::StepBack(_) => true,
+        }
     }
 
     /// Grows or steps back one job; returns the action, if any.
@@ -214,9 +241,9 @@ impl Es {
         match st.decide(k, spawn, self.theta) {
             Step::Wait => None,
             Step::Grow(to) => {
-                let c = &job.config;
-                let cores = f64::from(to) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu;
-                if cores > self.max_cores + 1e-9 || !free.take(c.worker_request(), to - k) {
+                let within = self.within_budget(job, to);
+                let st = self.jobs.get_mut(&job.request.id)?;
+                if !within || !free.take(job.config.worker_request(), to - k) {
                     return None;
                 }
                 st.from = Some(k);
@@ -317,19 +344,32 @@ impl Policy for Es {
         }]
     }
 
+    /// Visits the jobs whose observable state changed since the last tick
+    /// ([`ClusterView::changed`]) and the watched ones, in id order. Any other job would
+    /// decide what it decided at its last visit: the straggler test reads only its pods'
+    /// samples and phases, and the efficiency test only its own rates (which new samples
+    /// change) and worker count; a job whose test says wait keeps waiting until then.
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         view.forget_ended(&mut self.jobs);
+        for e in view.ended {
+            self.watch.remove(&e.id);
+        }
         let mut free = FreeNodes::new(view);
         let mut actions = Vec::new();
-        let ids: Vec<u64> = self.jobs.keys().copied().collect();
+        let changed = view.changed.iter().filter(|id| self.jobs.contains_key(id));
+        let ids: BTreeSet<u64> = changed.chain(&self.watch).copied().collect();
+        self.watch.clear();
         for job in ids.into_iter().filter_map(|id| view.jobs.get(id)) {
             let job = &job;
             // A replacement and a scale in one tick would race; stragglers go first.
-            if let Some(a) = self.straggler(job, view.now) {
-                actions.push(a);
-            } else if let Some(a) = self.scale(job, &mut free) {
-                actions.push(a);
+            let action = match self.straggler(job, view.now) {
+                Some(a) => Some(a),
+                None => self.scale(job, &mut free),
+            };
+            if action.is_some() || self.wants_step(job) {
+                self.watch.insert(job.request.id);
             }
+            actions.extend(action);
         }
         actions
     }

@@ -19,7 +19,7 @@ use crate::vecmap::VecMap;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod cloud;
 mod elastic;
@@ -124,6 +124,10 @@ pub struct World {
     changed: BTreeSet<u64>,
     ticks: bool,
     schedule_queued: bool,
+    /// Shapes queued since the last scheduling pass (a new entry of `pending_shapes`).
+    /// Every shape still queued after a pass fits nowhere, so the next pass needs to try
+    /// only these and the shapes that fit a node whose room grew since.
+    fresh_shapes: HashSet<crate::Resources>,
     active: BTreeSet<usize>,
     /// Active jobs holding a node (at least one pod starting or running), in index order:
     /// the only jobs a sample has anything to integrate or observe in. Jobs waiting in
@@ -248,6 +252,7 @@ impl World {
             changed: BTreeSet::new(),
             ticks,
             schedule_queued: false,
+            fresh_shapes: HashSet::new(),
             active: BTreeSet::new(),
             holding: BTreeSet::new(),
             job_index: HashMap::new(),
@@ -334,12 +339,18 @@ impl World {
     /// Builds job `j` from its trace record (its hidden truth drawn from its own stream).
     /// A streamed trace is read in order, so `j` is then the next record's job.
     fn build_job(&mut self, j: usize) {
-        let spec = match &mut self.stream {
+        let mut spec = match &mut self.stream {
             Some((reader, next)) => {
                 std::mem::replace(next, next_record(reader)).expect("a record per job")
             }
             None => self.specs[j].clone(),
         };
+        // Provenance the world never reads: not kept while the job lives (on long
+        // traces a queue of live jobs is most of the memory).
+        spec.synthesized = Vec::new();
+        if let Some(o) = spec.observed.as_mut() {
+            o.name = String::new();
+        }
         let mut rng = self.streams.substream("job-truth", spec.id);
         let sigma = self.truth_settings.job_variation_sigma;
         let mut factor = || {
@@ -499,10 +510,26 @@ impl World {
         let mut placed = Vec::new();
         // The batch being built: (ready time, first pod, count).
         let mut batch: Option<(SimTime, usize, usize)> = None;
-        // Each shape's next pod, smallest key first.
+        // Each shape's next pod, smallest key first, of the shapes that may fit (see
+        // `fresh_shapes`): a shape left out fits nowhere, so it would fail when tried,
+        // and every shape it would then drop (at least as large) is left out too. The
+        // same pods are tried in the same order as when every shape is (a pass only takes
+        // room).
+        let grown: Option<Vec<crate::Resources>> = self.cluster.take_grown().map(|nodes| {
+            nodes
+                .iter()
+                .map(|&n| self.cluster.nodes()[n].free())
+                .collect()
+        });
+        let fresh = std::mem::take(&mut self.fresh_shapes);
+        let may_fit = |shape: &crate::Resources| match &grown {
+            Some(rooms) => fresh.contains(shape) || rooms.iter().any(|r| shape.fits_in(r)),
+            None => true,
+        };
         let mut heads: std::collections::BinaryHeap<Reverse<(PendingKey, ShapeKey)>> = self
             .pending_shapes
             .iter()
+            .filter(|(shape, _)| may_fit(shape))
             .filter_map(|(shape, keys)| Some(Reverse((*keys.first()?, shape_key(shape)))))
             .collect();
         while let Some(Reverse((key, shape))) = heads.pop() {
@@ -517,6 +544,7 @@ impl World {
                     // The job's usage integrals run to now before it holds more.
                     self.jobs[j].advance(now, &mut self.pods);
                     self.hold(j, true);
+                    self.touch(j); // The pod is no longer pending: its view changed.
                     self.on_node[node].insert(p, ());
                     let pod = &mut self.pods[p];
                     pod.state = PodState::Starting;
@@ -590,7 +618,7 @@ impl World {
         let key = (Reverse(job.spec.priority), j, p);
         self.pending += 1;
         self.pending_total += req;
-        self.pending_shapes.entry(req).or_default().insert(key);
+        self.queue_shape(req, key);
     }
 
     /// Takes a pod out of the scheduling queue (placed, or gone).
@@ -609,9 +637,17 @@ impl World {
         let key = (Reverse(self.jobs[j].spec.priority), j, p);
         self.forget_shape(old, key);
         self.pending_total = self.pending_total - old + request;
-        self.pending_shapes.entry(request).or_default().insert(key);
+        self.queue_shape(request, key);
         self.pods[p].request = request;
         self.touch(j);
+    }
+
+    fn queue_shape(&mut self, req: crate::Resources, key: PendingKey) {
+        let keys = self.pending_shapes.entry(req).or_insert_with(|| {
+            self.fresh_shapes.insert(req);
+            BTreeSet::new()
+        });
+        keys.insert(key);
     }
 
     fn forget_shape(&mut self, req: crate::Resources, key: PendingKey) {
@@ -619,6 +655,9 @@ impl World {
         keys.remove(&key);
         if keys.is_empty() {
             self.pending_shapes.remove(&req);
+            if self.pending_shapes.is_empty() {
+                self.fresh_shapes.clear(); // Nothing left to try.
+            }
         }
     }
 
@@ -1076,7 +1115,12 @@ impl dlsim_engine::World for World {
                 }
             }
             Event::PolicyTick => {
-                self.consult(now, None, queue);
+                let quiet = self.changed.is_empty()
+                    && self.ended.is_empty()
+                    && self.policy.quiet_until().is_some_and(|t| now < t);
+                if !quiet {
+                    self.consult(now, None, queue);
+                }
                 if self.unfinished > 0 {
                     if let Some(every) = self.policy.tick_interval() {
                         queue.push(now + every, Event::PolicyTick);

@@ -79,7 +79,6 @@ pub struct RowResult {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Unexpressed {
     pub paper: String,
-    #[serde(flatten)]
     pub item: manifest::Unexpressed,
 }
 

@@ -369,6 +369,23 @@ mod tests {
     }
 
     #[test]
+    fn a_report_reads_back_as_written() {
+        let mut r = report(vec![row("a", Some(-29.0), Direction::Agrees)]);
+        r.not_expressible.push(crate::Unexpressed {
+            paper: "p".into(),
+            item: crate::manifest::Unexpressed {
+                at: "Fig. 2".into(),
+                claim: "c".into(),
+                paper: "-3%".into(),
+                why: "w".into(),
+            },
+        });
+        let text = serde_json::to_string_pretty(&r).unwrap();
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+    }
+
+    #[test]
     fn counts_and_tables_cover_every_row() {
         let r = report(vec![
             row("a", Some(-29.0), Direction::Agrees),

@@ -45,7 +45,6 @@ fn a_row_reproduces_from_its_command_on_any_thread_count() {
             "dlrover",
             "--row",
             row,
-            "--quick",
             "--threads",
             threads,
             "--out",

@@ -90,7 +90,7 @@ pub struct Report {
     pub papers: Vec<String>,
     pub rows: Vec<RowResult>,
     pub not_expressible: Vec<Unexpressed>,
-    /// Figures where the paper has one: drawn from seed 1 of each arm.
+    /// Figures where the paper has one: drawn from seed 1 of each arm (full runs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<Figure>,
 }
@@ -321,7 +321,10 @@ pub fn run(
                 .keys()
                 .map(|a| (a, &by_key[&(pi, ei, a.clone(), 1)]))
                 .collect();
-            figures.extend(figures_of(&p.file.paper, &e.id, &e.what, &seed1));
+            // The quick run is CI's check: no figures to write or commit.
+            if !opts.quick {
+                figures.extend(figures_of(&p.file.paper, &e.id, &e.what, &seed1));
+            }
             let mut exp_rows: Vec<RowResult> = Vec::new();
             for (ri, r) in e.rows.iter().enumerate() {
                 let m = &p.metrics[ei][ri];

@@ -9,6 +9,7 @@ fn every_command_has_help() {
         vec!["replay", "--help"],
         vec!["trace", "--help"],
         vec!["trace", "gen", "--help"],
+        vec!["reproduce", "--help"],
     ] {
         let o = dlsim(&args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));

@@ -25,7 +25,7 @@ use metric::RunData;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -507,9 +507,4 @@ fn direction(
         Some(o) if sign(o) == sign(p) => Direction::Agrees,
         _ => Direction::Flips,
     }
-}
-
-/// The default manifest folder, relative to the working directory.
-pub fn default_root() -> &'static Path {
-    Path::new("scenarios/paper")
 }

@@ -94,6 +94,20 @@ fn save_and_reload_s(s: &Scenario, spec: &JobSpec) -> (f64, f64) {
     (state_mb / bw, s.file.recovery.init_s + state_mb / bw)
 }
 
+/// A stop-and-restart to more PS at `T`: (the JCT got, the JCT computed by hand with a
+/// save + reload pause of `pause_s`, a 20 s pod start, and the rest at the new rate).
+fn stop_and_restart_jct(s: &Scenario, spec: &JobSpec, pause_s: f64) -> (f64, f64) {
+    let action = Action::Rescale {
+        job: 0,
+        config: bigger_ps(spec),
+        method: RescaleMethod::StopRestart,
+    };
+    let (got, _) = run_scripted(s, action, Sharding::Static);
+    let done = rate(spec, 2, 2) * (T - 20.0);
+    let expect = T + pause_s + 20.0 + (spec.total_samples() - done) / rate(spec, 2, 4);
+    (got, expect)
+}
+
 #[test]
 fn stop_and_restart_pays_save_start_and_reload_by_model_size() {
     let mut pauses = Vec::new();
@@ -103,15 +117,8 @@ fn stop_and_restart_pays_save_start_and_reload_by_model_size() {
             ..job(2, 2)
         };
         let s = scenario(spec.clone(), no_faults(), no_checkpoints());
-        let action = Action::Rescale {
-            job: 0,
-            config: bigger_ps(&spec),
-            method: RescaleMethod::StopRestart,
-        };
-        let (got, _) = run_scripted(&s, action, Sharding::Static);
         let (save, reload) = save_and_reload_s(&s, &spec);
-        let done = rate(&spec, 2, 2) * (T - 20.0);
-        let expect = T + save + 20.0 + reload + (spec.total_samples() - done) / rate(&spec, 2, 4);
+        let (got, expect) = stop_and_restart_jct(&s, &spec, save + reload);
         assert_jct(got, expect, "stop-and-restart");
         pauses.push(save + reload);
     }
@@ -125,14 +132,7 @@ fn a_fixed_save_and_reload_overrides_the_size_rule() {
     let mut s = scenario(spec.clone(), no_faults(), no_checkpoints());
     s.file.elasticity.checkpoint_save_s = Some(420.0);
     s.file.recovery.reload_s = Some(420.0);
-    let action = Action::Rescale {
-        job: 0,
-        config: bigger_ps(&spec),
-        method: RescaleMethod::StopRestart,
-    };
-    let (got, _) = run_scripted(&s, action, Sharding::Static);
-    let done = rate(&spec, 2, 2) * (T - 20.0);
-    let expect = T + 840.0 + 20.0 + (spec.total_samples() - done) / rate(&spec, 2, 4);
+    let (got, expect) = stop_and_restart_jct(&s, &spec, 840.0);
     assert_jct(got, expect, "stop-and-restart with fixed costs");
 }
 

@@ -175,7 +175,7 @@ fn a_slow_pod_of_an_experiment_is_created_with_its_cut_cpu() {
     let faults = FaultConfig {
         slow_pods: vec![dlsim_model::faults::SlowPod {
             job: 0,
-            role: "ps".into(),
+            role: Role::Ps,
             index: 1,
             cpu_ratio: 0.25,
         }],
@@ -202,8 +202,10 @@ fn a_slow_pod_of_an_experiment_is_created_with_its_cut_cpu() {
     );
     let healthy = jct_s(&scenario(spec, no_faults(), no_checkpoints()));
     assert!(jct_s(&s) > healthy, "the job waits for its slow PS");
+    let bad_role = r#"{"slow_pods": [{"job": 0, "role": "chief", "index": 0, "cpu_ratio": 0.5}]}"#;
+    assert!(serde_json::from_str::<FaultConfig>(bad_role).is_err());
     let mut bad = s.clone();
-    bad.file.faults.slow_pods[0].role = "chief".into();
+    bad.file.faults.slow_pods[0].cpu_ratio = 0.0;
     assert!(bad.file.faults.validate().is_err());
 }
 

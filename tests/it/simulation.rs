@@ -89,7 +89,11 @@ fn random_scenario(seed: u64) -> Scenario {
                 (0..n)
                     .map(|_| dlsim_model::faults::SlowPod {
                         job: rng.gen_range(0..20),
-                        role: if rng.gen_bool(0.5) { "ps" } else { "worker" }.into(),
+                        role: if rng.gen_bool(0.5) {
+                            dlsim_model::job::Role::Ps
+                        } else {
+                            dlsim_model::job::Role::Worker
+                        },
                         index: rng.gen_range(0..3),
                         cpu_ratio: rng.gen_range(0.03..1.0),
                     })

@@ -48,7 +48,7 @@ pub struct SlowPod {
     /// The job's id in the trace.
     pub job: u64,
     /// `ps` or `worker`.
-    pub role: String,
+    pub role: crate::job::Role,
     /// Which pod of that role, 0-based, in creation order.
     pub index: u32,
     pub cpu_ratio: f64,
@@ -210,12 +210,6 @@ impl FaultConfig {
         prob("faults.slow_node_fraction", self.slow_node_fraction)?;
         prob("faults.hot_ps_prob", self.hot_ps_prob)?;
         for p in &self.slow_pods {
-            if p.role != "ps" && p.role != "worker" {
-                return Err((
-                    "faults.slow_pods.role",
-                    format!("expected ps or worker, got `{}`", p.role),
-                ));
-            }
             if !(p.cpu_ratio > 0.0 && p.cpu_ratio <= 1.0) {
                 return Err((
                     "faults.slow_pods.cpu_ratio",

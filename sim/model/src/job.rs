@@ -17,7 +17,7 @@ use dlsim_engine::SimTime;
 use dlsim_traces::JobSpec;
 use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Ps,
@@ -363,13 +363,14 @@ impl Job {
         }
     }
 
-    /// Allocated resources of the pods that hold a node (starting or running).
-    pub fn allocated(&self, pods: &Slots<Pod>) -> Resources {
-        self.pods
-            .iter()
-            .map(|&p| &pods[p])
-            .filter(|p| p.placed())
-            .fold(Resources::ZERO, |acc, p| acc + p.request)
+    /// Allocated resources of the pods that hold a node (starting or running), by role:
+    /// `[worker, ps]`. Integer resources, so their sum is the job's total exactly.
+    pub fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
+        let mut by_role = [Resources::ZERO; 2];
+        for p in self.pods.iter().map(|&p| &pods[p]).filter(|p| p.placed()) {
+            by_role[usize::from(p.role == Role::Ps)] += p.request;
+        }
+        by_role
     }
 
     /// Resources in use right now at `samples` progress: (cpu cores, mem MB, gpus).
@@ -412,13 +413,9 @@ impl Job {
         let after = (before + self.rate * dt).min(self.total_samples());
         // PS memory grows linearly in samples within a piece: the midpoint is exact.
         let (cpu, mem, gpu) = self.used((before + after) / 2.0);
-        let alloc = self.allocated(pods);
         let (role_cpu, role_mem) = self.used_by_role((before + after) / 2.0);
-        let mut role_alloc = [Resources::ZERO; 2];
-        for p in self.pods.iter().map(|&p| &pods[p]).filter(|p| p.placed()) {
-            let r = &mut role_alloc[usize::from(p.role == Role::Ps)];
-            *r += p.request;
-        }
+        let role_alloc = self.allocated_by_role(pods);
+        let alloc = role_alloc[0] + role_alloc[1];
         let u = &mut self.usage;
         for k in 0..2 {
             u.role_cpu_alloc_core_s[k] += role_alloc[k].cpu_cores() * dt;

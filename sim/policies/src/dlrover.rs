@@ -61,7 +61,7 @@
 
 mod greedy;
 pub mod plan;
-mod post;
+pub(crate) mod post;
 mod warm;
 
 pub use greedy::weight;

@@ -55,18 +55,13 @@ impl Static {
     /// A pod saturated at its request while its role's median pod is well below.
     fn slow_pod(job: &JobView<'_>) -> bool {
         [Role::Ps, Role::Worker].into_iter().any(|role| {
-            let mut loads: Vec<f64> = job
+            let loads: Vec<f64> = job
                 .pods
                 .iter()
                 .filter(|p| p.role == role)
                 .filter_map(|p| p.last.map(|s| s.cpu_used / p.request.cpu_cores().max(1e-9)))
                 .collect();
-            if loads.len() < 2 {
-                return false;
-            }
-            loads.sort_by(f64::total_cmp);
-            let (median, max) = (loads[loads.len() / 2], loads[loads.len() - 1]);
-            max >= 0.9 && max >= 1.5 * median
+            crate::dlrover::post::saturated_outlier(&loads).is_some()
         })
     }
 }

@@ -127,31 +127,50 @@ pub fn load(opts: &Options) -> Result<Vec<Paper>, dlsim_traces::InputError> {
 pub fn validate(papers: &[Paper], opts: &Options) -> Result<(), String> {
     for p in papers {
         for (ei, e) in p.file.experiments.iter().enumerate() {
-            if !selected(p, ei, opts) {
-                continue;
-            }
-            for spec in e.arms.values() {
-                match &e.source {
-                    Source::Scenario(_) => {
-                        let text = scenario_text(p, ei, opts.quick, 1);
-                        let path = p.dir().join(scenario_name(p, ei));
-                        if dlsim_online::scenario::is_online_text(&text) {
-                            dlsim_online::scenario::from_text(&path, &text)
-                                .map_err(|e| e.to_string())?;
-                            dlsim_online::policy::build(spec)
-                                .map_err(|e| format!("{}: arm `{spec}`: {e}", p.path.display()))?;
-                        } else {
-                            Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-                            dlsim_policies::build(spec)
-                                .map_err(|e| format!("{}: arm `{spec}`: {e}", p.path.display()))?;
-                        }
-                    }
-                    Source::Picasso(_) => {}
+            if selected(p, ei, opts) {
+                for spec in e.arms.values() {
+                    prepare(p, ei, spec, opts.quick, 1)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+/// One arm's run, loaded and validated: its scenario (overrides and seed applied) and its
+/// policy; `None` for a PICASSO experiment, which has no scenario.
+enum Prepared {
+    Batch(Box<Scenario>, Box<dyn dlsim_model::policy::Policy>),
+    Online(
+        Box<dlsim_online::OnlineScenario>,
+        Box<dyn dlsim_online::policy::OnlinePolicy>,
+    ),
+}
+
+fn prepare(
+    p: &Paper,
+    exp: usize,
+    spec: &str,
+    quick: bool,
+    seed: u64,
+) -> Result<Option<Prepared>, String> {
+    let Source::Scenario(name) = &p.file.experiments[exp].source else {
+        return Ok(None);
+    };
+    let text = scenario_text(p, exp, quick, seed);
+    let path = p.dir().join(name);
+    let arm = |e: &dyn std::fmt::Display| format!("{}: arm `{spec}`: {e}", p.path.display());
+    Ok(Some(if dlsim_online::scenario::is_online_text(&text) {
+        let sc = dlsim_online::scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+        let policy = dlsim_online::policy::build(spec).map_err(|e| arm(&e))?;
+        Prepared::Online(Box::new(sc), policy)
+    } else {
+        let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+        Prepared::Batch(
+            Box::new(sc),
+            dlsim_policies::build(spec).map_err(|e| arm(&e))?,
+        )
+    }))
 }
 
 use dlsim_model::Scenario;
@@ -162,13 +181,6 @@ fn selected(p: &Paper, exp: usize, opts: &Options) -> bool {
             .rows
             .iter()
             .any(|r| opts.rows.contains(&r.id))
-}
-
-fn scenario_name(p: &Paper, exp: usize) -> String {
-    match &p.file.experiments[exp].source {
-        Source::Scenario(s) => s.clone(),
-        Source::Picasso(_) => String::new(),
-    }
 }
 
 /// The experiment's scenario text with its overrides and `seed` applied.
@@ -191,9 +203,11 @@ fn scenario_text(p: &Paper, exp: usize, quick: bool, seed: u64) -> String {
 fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> {
     let p = &papers[t.paper];
     let e = &p.file.experiments[t.exp];
-    let spec = &e.arms[&t.arm];
-    match &e.source {
-        Source::Picasso(setup) => {
+    match prepare(p, t.exp, &e.arms[&t.arm], quick, t.seed)? {
+        None => {
+            let Source::Picasso(setup) = &e.source else {
+                unreachable!("prepare gives None for PICASSO experiments only")
+            };
             let mbs: BTreeSet<String> = p.metrics[t.exp]
                 .iter()
                 .filter_map(|m| match m {
@@ -206,33 +220,25 @@ fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> 
                 ..RunData::default()
             })
         }
-        Source::Scenario(name) => {
-            let text = scenario_text(p, t.exp, quick, t.seed);
-            let path = p.dir().join(name);
-            if dlsim_online::scenario::is_online_text(&text) {
-                let sc =
-                    dlsim_online::scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-                let policy = dlsim_online::policy::build(spec).map_err(|e| e.to_string())?;
-                let traffic =
-                    dlsim_online::run::traffic_for(&sc, &dlsim_engine::RngStreams::new(t.seed))
-                        .map_err(|e| e.to_string())?;
-                let out = dlsim_online::run::run(&sc, traffic, policy);
-                Ok(RunData {
-                    summary: serde_json::to_value(&out.summary).expect("summary serialises"),
-                    ..RunData::default()
-                })
-            } else {
-                let mut sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-                sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
-                let policy = dlsim_policies::build(spec).map_err(|e| e.to_string())?;
-                let out = dlsim_model::run(&sc, policy);
-                Ok(RunData {
-                    summary: serde_json::to_value(&out.summary).expect("summary serialises"),
-                    jobs: Some(metric::JobsTable::parse(&out.jobs_csv)),
-                    observations: out.observations_csv,
-                    ..RunData::default()
-                })
-            }
+        Some(Prepared::Online(sc, policy)) => {
+            let traffic =
+                dlsim_online::run::traffic_for(&sc, &dlsim_engine::RngStreams::new(t.seed))
+                    .map_err(|e| e.to_string())?;
+            let out = dlsim_online::run::run(&sc, traffic, policy);
+            Ok(RunData {
+                summary: serde_json::to_value(&out.summary).expect("summary serialises"),
+                ..RunData::default()
+            })
+        }
+        Some(Prepared::Batch(mut sc, policy)) => {
+            sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
+            let out = dlsim_model::run(&sc, policy);
+            Ok(RunData {
+                summary: serde_json::to_value(&out.summary).expect("summary serialises"),
+                jobs: Some(metric::JobsTable::parse(&out.jobs_csv)),
+                observations: out.observations_csv,
+                ..RunData::default()
+            })
         }
     }
 }
@@ -440,15 +446,24 @@ fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) 
         })
         .filter(|(_, pts)| !pts.is_empty())
         .collect();
-    if !series.is_empty() {
-        out.push(Figure {
-            name: format!("{paper}-{exp}-steps"),
-            title: format!("{title}: throughput over time"),
-            x_label: "minutes since submission".into(),
-            y_label: "steps/s".into(),
-            lines: series,
-        });
-    }
+    let mut push = |kind: &str, what: &str, x: &str, y: &str, lines: Vec<_>| {
+        if !lines.is_empty() {
+            out.push(Figure {
+                name: format!("{paper}-{exp}-{kind}"),
+                title: format!("{title}: {what}"),
+                x_label: x.into(),
+                y_label: y.into(),
+                lines,
+            });
+        }
+    };
+    push(
+        "steps",
+        "throughput over time",
+        "minutes since submission",
+        "steps/s",
+        series,
+    );
     let cdfs: Vec<(String, Vec<(f64, f64)>)> = arms
         .iter()
         .filter_map(|(arm, r)| {
@@ -466,15 +481,13 @@ fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) 
             Some((arm.to_string(), pts))
         })
         .collect();
-    if !cdfs.is_empty() {
-        out.push(Figure {
-            name: format!("{paper}-{exp}-jct-cdf"),
-            title: format!("{title}: JCT CDF"),
-            x_label: "log10 JCT (min)".into(),
-            y_label: "share of completed jobs".into(),
-            lines: cdfs,
-        });
-    }
+    push(
+        "jct-cdf",
+        "JCT CDF",
+        "log10 JCT (min)",
+        "share of completed jobs",
+        cdfs,
+    );
     out
 }
 

@@ -470,14 +470,7 @@ impl World {
             .slow_pods
             .iter()
             .filter(|s| s.job == id)
-            .map(|s| {
-                let role = if s.role == "ps" {
-                    Role::Ps
-                } else {
-                    Role::Worker
-                };
-                (role, s.index, s.cpu_ratio)
-            })
+            .map(|s| (s.role, s.index, s.cpu_ratio))
             .collect();
         self.add_config_pods_cut(now, j, &config, false, &cut);
         self.active.insert(j);
@@ -843,8 +836,17 @@ impl World {
                 job.seen_hot_ps = true;
             }
         }
-        if detail.worker_speed.len() >= 2 && !job.seen_straggler {
-            let mut rates = detail.worker_speed.clone();
+        let speeds = &detail.worker_speed;
+        let (slowest, fastest) = speeds.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+        // The median is at most the fastest: no straggler unless the slowest is below 0.8 of
+        // it, the usual case, which then needs no sort.
+        if speeds.len() >= 2
+            && !job.seen_straggler
+            && slowest < crate::job::STRAGGLER_RATE * fastest
+        {
+            let mut rates = speeds.clone();
             rates.sort_by(f64::total_cmp);
             let median = crate::metrics::quantile(&rates, 0.5);
             job.seen_straggler = rates[0] < crate::job::STRAGGLER_RATE * median;

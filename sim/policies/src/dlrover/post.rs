@@ -8,6 +8,24 @@ use super::Tracked;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{Action, JobConfig, JobPhase, JobView, PodEventKind, RescaleMethod};
 
+/// DLRover's hot-PS test on the CPU loads (used / requested) of one role's pods: the most
+/// loaded pod, if it runs at >= 90% of its request while the median pod runs below 1/1.5
+/// of its load (at least two pods). `static[slow=restart]` applies it to either role.
+pub(crate) fn saturated_outlier(loads: &[f64]) -> Option<usize> {
+    if loads.len() < 2 {
+        return None;
+    }
+    let mut sorted = loads.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let (hot, &max) = loads
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .expect("non-empty");
+    (max >= 0.9 && max >= 1.5 * median).then_some(hot)
+}
+
 /// Stage 3 for one job: OOM follow-up, OOM prediction, hot PS. At most one action.
 pub(super) fn post_scale(
     t: &mut Tracked,
@@ -79,18 +97,13 @@ pub(super) fn post_scale(
         .filter(|p| p.role == Role::Ps)
         .filter_map(|p| p.last.map(|s| (p.id, s.cpu_used, p.request.cpu_cores())))
         .collect();
-    if ps.len() >= 2 {
-        let mut loads: Vec<f64> = ps.iter().map(|&(_, u, r)| u / r).collect();
-        loads.sort_by(f64::total_cmp);
-        let median = loads[loads.len() / 2];
-        let &(pod, used, req) = ps
-            .iter()
-            .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
-            .expect("non-empty");
+    let loads: Vec<f64> = ps.iter().map(|&(_, u, r)| u / r).collect();
+    if let Some(hot) = saturated_outlier(&loads) {
+        let (pod, _, req) = ps[hot];
         // The replacement gets twice the hot PS's cores, and never fewer than the job's
         // configured PS (a PS cut below its configuration comes back at full size).
         let cpu = (req * 2.0).max(job.config.ps_cpu);
-        if used / req >= 0.9 && used / req >= 1.5 * median && cpu <= max_cpu {
+        if cpu <= max_cpu {
             let mem = job
                 .pods
                 .iter()

@@ -223,6 +223,9 @@ fn replays_under_every_batch_policy(name: &str) {
             if policy == "static" {
                 check_follows_recorded_scale(job, &ctx);
             }
+            if policy == "dlrover-oss" {
+                check_keeps_what_the_user_set(job, &ctx);
+            }
         }
         for row in &w.timeline {
             assert!(
@@ -230,6 +233,34 @@ fn replays_under_every_batch_policy(name: &str) {
                 "{ctx}"
             );
         }
+    }
+}
+
+/// Under `dlrover-oss`, as the open-source master does: a PS-less (allreduce) job runs as
+/// its user asked and is never changed; a PS job keeps the worker and PS counts its user set.
+fn check_keeps_what_the_user_set(job: &dlsim_model::job::Job, ctx: &str) {
+    let asked = job.request.requested;
+    let id = job.spec.id;
+    if asked.ps == 0 {
+        assert_eq!(
+            job.launched,
+            Some(asked),
+            "job {id} launched as asked; {ctx}"
+        );
+        assert_eq!(job.config, asked, "job {id} unchanged; {ctx}");
+        assert_eq!(job.rescales, 0, "job {id} never rescaled; {ctx}");
+    } else {
+        let launched = job.launched.expect("an ended job was launched");
+        assert_eq!(
+            (
+                launched.workers,
+                launched.ps,
+                job.config.workers,
+                job.config.ps
+            ),
+            (asked.workers, asked.ps, asked.workers, asked.ps),
+            "job {id} keeps its counts; {ctx}"
+        );
     }
 }
 

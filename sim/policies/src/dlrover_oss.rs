@@ -1,8 +1,15 @@
 //! `dlrover-oss`: what the open-source DLRover master runs for a PS job (its local resource
 //! optimizer and PS auto-scaler), as opposed to the paper's DLRover-RM (`dlrover`).
 //!
-//! Each job starts as 1 PS + 1 worker sized from the job's limits (`rules::create_config`),
-//! with dynamic data sharding. Every 30 s the policy looks at each job; once a plan is due
+//! A job without PS (an allreduce job) is launched as its user asked and never changed:
+//! DLRover's `AllreduceJobResourceOptimizer` plans no change while it finds no free GPU
+//! node, and it never does (`_get_free_gpu_node` returns 0), and it does not adjust an OOM.
+//! A PS job starts from the create plan, 1 PS + 1 worker sized from the job's limits
+//! (`rules::create_config`), with dynamic data sharding. What the user set overrides every
+//! plan (`rules::keep_user`, DLRover's `_check_ignore_original_*_resource`): the worker and
+//! PS counts stay the trace's, the PS CPU and memory too; so the worker plans only reshape
+//! workers (dropped, see below) and the hot-PS and OOM rules are what acts. `keep_user=off`
+//! models users who leave the counts unset, where the optimizer picks them. Every 30 s the policy looks at each job; once a plan is due
 //! (see [`may_plan`]) it asks the optimizer for the stage's plan: first the workers
 //! (`WorkerInitial`), then the PS count and memory (`PsInitial`), then, for the rest of
 //! the job (`Running`), hot-PS CPU if some PS is hot, else the workers again. Pods pending
@@ -122,6 +129,8 @@ struct JobState {
     shrunk: BTreeMap<usize, SimTime>,
     /// Memory per role raised after OOMs: [PS, worker]; later plans never go below it.
     mem_floor: [u64; 2],
+    /// What the user asked for, when plans keep it (`rules::keep_user`).
+    user: Option<JobConfig>,
     /// The job's entry in `DlroverOss::timers`, if any.
     wake: Option<SimTime>,
     /// The inputs of the last running-stage plan that asked for nothing: the same inputs
@@ -143,7 +152,7 @@ struct PlanInputs {
 }
 
 impl JobState {
-    fn new() -> Self {
+    fn new(user: Option<JobConfig>) -> Self {
         JobState {
             stage: Stage::WorkerInitial,
             training_since: None,
@@ -155,6 +164,7 @@ impl JobState {
             resizes: VecDeque::new(),
             shrunk: BTreeMap::new(),
             mem_floor: [0, 0],
+            user,
             wake: None,
             idle: None,
         }
@@ -171,6 +181,10 @@ impl JobState {
 /// waiting in the queue with nothing new costs nothing per tick.
 pub struct DlroverOss {
     limits: Limits,
+    /// Whether plans keep what the user set (`rules::keep_user`).
+    keep_user: bool,
+    /// Allreduce jobs, launched as asked and left alone.
+    passive: BTreeSet<u64>,
     jobs: BTreeMap<u64, JobState>,
     watch: BTreeSet<u64>,
     /// (due, job): the next time a job's decision could differ with nothing changed.
@@ -179,7 +193,7 @@ pub struct DlroverOss {
 
 impl DlroverOss {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["limit_cpu", "limit_mem_mb"])?;
+        spec.only(&["limit_cpu", "limit_mem_mb", "keep_user"])?;
         let limits = Limits {
             cpu: spec.f64_or("limit_cpu", 100.0)?,
             mem_mb: spec.f64_or("limit_mem_mb", 102_400.0)?,
@@ -191,6 +205,8 @@ impl DlroverOss {
         }
         Ok(DlroverOss {
             limits,
+            keep_user: spec.bool_or("keep_user", true)?,
+            passive: BTreeSet::new(),
             jobs: BTreeMap::new(),
             watch: BTreeSet::new(),
             timers: BTreeSet::new(),
@@ -461,7 +477,10 @@ impl DlroverOss {
     ) -> Option<Action> {
         let ps_total = ps_total(job);
         let ratio = rules::speed_ratio(job.history);
-        let plan = rules::worker_plan(self.limits, window, ps_total, ratio)?;
+        let mut plan = rules::worker_plan(self.limits, window, ps_total, ratio)?;
+        if let Some(user) = state.user.filter(|u| u.workers > 0) {
+            plan.workers = user.workers;
+        }
         let c = job.config;
         if plan.workers == c.workers {
             return None;
@@ -494,14 +513,29 @@ impl DlroverOss {
         window: &[Snapshot],
     ) -> Option<Action> {
         let plan = rules::ps_initial(self.limits, window)?;
-        let mem_mb = plan.mem_mb.max(state.mem_floor[0]);
         let c = job.config;
-        let config = JobConfig {
+        let planned = JobConfig {
             ps: plan.ps,
             ps_cpu: plan.cpu,
-            ps_mem_mb: mem_mb,
+            ps_mem_mb: plan.mem_mb,
             ..c
         };
+        // Only the PS group is planned here: the user's PS settings override it.
+        let mut config = match &state.user {
+            Some(user) => {
+                let kept = rules::keep_user(planned, user);
+                JobConfig {
+                    ps: kept.ps,
+                    ps_cpu: kept.ps_cpu,
+                    ps_mem_mb: kept.ps_mem_mb,
+                    ..c
+                }
+            }
+            None => planned,
+        };
+        // An OOM raised the role's memory: no plan goes back below it.
+        config.ps_mem_mb = config.ps_mem_mb.max(state.mem_floor[0]);
+        let mem_mb = config.ps_mem_mb;
         (mem_mb > 0 && config != c).then_some(Action::Rescale {
             job: job.request.id,
             config,
@@ -575,11 +609,18 @@ impl Policy for DlroverOss {
             spec.params
                 .insert("limit_mem_mb".into(), self.limits.mem_mb.to_string());
         }
+        if !self.keep_user {
+            spec.params.insert("keep_user".into(), "off".into());
+        }
         spec.canonical()
     }
 
     /// OOM: memory x2, at most +8192 MB per step; no relaunch at or above 65536 MB.
-    fn on_oom(&mut self, _job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
+    /// An allreduce job's pod is relaunched as it was (no adjustment).
+    fn on_oom(&mut self, job: u64, _role: Role, mem_mb: u64) -> OomRelaunch {
+        if self.passive.contains(&job) {
+            return OomRelaunch::WithMemory(mem_mb);
+        }
         match rules::oom_memory(mem_mb) {
             Some(mb) => OomRelaunch::WithMemory(mb),
             None => OomRelaunch::Abandon,
@@ -599,8 +640,21 @@ impl Policy for DlroverOss {
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
-        self.jobs.insert(job.request.id, JobState::new());
-        let config = rules::create_config(self.limits, job.request.requested.worker_gpu);
+        let requested = job.request.requested;
+        if requested.ps == 0 {
+            self.passive.insert(job.request.id);
+            return vec![Action::Launch {
+                job: job.request.id,
+                config: requested,
+            }];
+        }
+        let user = self.keep_user.then_some(requested);
+        self.jobs.insert(job.request.id, JobState::new(user));
+        let created = rules::create_config(self.limits, requested.worker_gpu);
+        let config = match &user {
+            Some(user) => rules::keep_user(created, user),
+            None => created,
+        };
         vec![Action::Launch {
             job: job.request.id,
             config,
@@ -616,6 +670,7 @@ impl Policy for DlroverOss {
 
     fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
         for e in view.ended {
+            self.passive.remove(&e.id);
             if let Some(w) = self.jobs.remove(&e.id).and_then(|s| s.wake) {
                 self.timers.remove(&(w, e.id));
             }
@@ -637,7 +692,11 @@ impl Policy for DlroverOss {
             let Some(job) = view.jobs.get(id) else {
                 continue;
             };
-            let state = jobs.entry(id).or_insert_with(JobState::new);
+            if self.passive.contains(&id) {
+                continue;
+            }
+            let user = self.keep_user.then_some(job.request.requested);
+            let state = jobs.entry(id).or_insert_with(|| JobState::new(user));
             if let Some(w) = state.wake.take() {
                 self.timers.remove(&(w, id));
             }

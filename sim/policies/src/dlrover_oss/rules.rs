@@ -37,6 +37,10 @@ pub const PENDING_MIN_MEM_MB: u64 = 6_144;
 /// Create: initial pods get a fifth of the job's limits, capped.
 pub const CREATE_CPU_CAP: f64 = 16.0;
 pub const CREATE_MEM_CAP_MB: u64 = 8_192;
+/// A user's PS CPU / memory below these is "not set", and the plan's value is used
+/// (`NodeResourceLimit.MIN_VALID_CPU`, `MIN_VALID_MEMORY`).
+pub const MIN_VALID_CPU: f64 = 2.0;
+pub const MIN_VALID_MEM_MB: u64 = 1_024;
 
 /// The job's resource limits (`ResourceLimits`), per job.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,6 +81,34 @@ pub fn create_config(limits: Limits, worker_gpu: u32) -> JobConfig {
         ps_cpu: cpu,
         ps_mem_mb: mem_mb,
     }
+}
+
+/// What the user set, as DLRover's `PSJobResourceOptimizer` keeps it
+/// (`_check_ignore_original_worker_resource` / `_check_ignore_original_ps_resource`):
+/// every plan's counts become the user's counts when the user gave any, the PS CPU and
+/// memory become the user's when they are valid (at least `MIN_VALID_*`), and the worker
+/// CPU and memory stay the plan's (the user's only where the plan left them 0).
+pub fn keep_user(plan: JobConfig, user: &JobConfig) -> JobConfig {
+    let mut c = plan;
+    if user.workers > 0 {
+        c.workers = user.workers;
+    }
+    if user.ps > 0 {
+        c.ps = user.ps;
+    }
+    if c.worker_cpu == 0.0 {
+        c.worker_cpu = user.worker_cpu;
+    }
+    if c.worker_mem_mb == 0 {
+        c.worker_mem_mb = user.worker_mem_mb;
+    }
+    if user.ps_cpu >= MIN_VALID_CPU {
+        c.ps_cpu = user.ps_cpu;
+    }
+    if user.ps_mem_mb >= MIN_VALID_MEM_MB {
+        c.ps_mem_mb = user.ps_mem_mb;
+    }
+    c
 }
 
 /// The snapshots the optimizer trusts (`_extract_node_resource`), newest first: PS lists
@@ -394,6 +426,40 @@ mod tests {
             (small.worker_cpu, small.ps_mem_mb, small.worker_gpu),
             (6.0, 4_001, 1)
         );
+    }
+
+    #[test]
+    fn the_users_counts_and_valid_ps_resources_override_a_plan() {
+        let user = JobConfig {
+            workers: 6,
+            ps: 3,
+            worker_cpu: 4.0,
+            worker_mem_mb: 12_000,
+            worker_gpu: 0,
+            ps_cpu: 8.0,
+            ps_mem_mb: 20_000,
+        };
+        let kept = keep_user(create_config(LIMITS, 0), &user);
+        // Counts and PS resources are the user's; worker resources the create plan's.
+        assert_eq!((kept.workers, kept.ps), (6, 3));
+        assert_eq!((kept.ps_cpu, kept.ps_mem_mb), (8.0, 20_000));
+        assert_eq!((kept.worker_cpu, kept.worker_mem_mb), (16.0, 8_192));
+        // A PS request below the valid minimum is "not set": the plan's value stays.
+        let unset = JobConfig {
+            ps_cpu: 1.0,
+            ps_mem_mb: 512,
+            ..user
+        };
+        let kept = keep_user(create_config(LIMITS, 0), &unset);
+        assert_eq!((kept.ps_cpu, kept.ps_mem_mb), (16.0, 8_192));
+        // A plan that leaves a worker resource at 0 takes the user's.
+        let partial = JobConfig {
+            worker_cpu: 0.0,
+            worker_mem_mb: 0,
+            ..create_config(LIMITS, 0)
+        };
+        let kept = keep_user(partial, &user);
+        assert_eq!((kept.worker_cpu, kept.worker_mem_mb), (4.0, 12_000));
     }
 
     #[test]

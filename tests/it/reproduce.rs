@@ -1,6 +1,7 @@
 //! `dlsim reproduce`: every paper manifest loads with its scenarios, a row reproduces from
 //! its own command, the result is the same on any thread count, a committed reproduction
-//! catches a value that leaves its band, and a bad manifest is one readable error.
+//! catches a value that leaves its band, a bad manifest is one readable error, and the
+//! PICASSO hit ratio follows the shape of Table VI.
 
 use crate::support::*;
 use dlsim_reproduce::{manifest::PAPERS, Options, Report};
@@ -160,4 +161,62 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     let o = dlsim(&["reproduce", "--paper", "nope", "--out", path_str(&out)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown paper"));
+}
+
+/// PICASSO Table VI from the stated setup: each model's hit ratio rises with the hot
+/// storage and saturates (the last doubling adds less than the first); a setup out of range
+/// is refused before anything runs, naming the field.
+#[test]
+fn picasso_hit_ratio_rises_and_saturates_and_a_bad_setup_names_its_field() {
+    let out = scratch("reproduce-picasso").join("r");
+    let o = dlsim(&[
+        "reproduce",
+        "--paper",
+        "picasso",
+        "--quiet",
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = read_report(&out);
+    for model in ["wd", "can", "mmoe"] {
+        let v: Vec<f64> = [256, 512, 1024, 2048, 4096]
+            .iter()
+            .map(|mb| {
+                let id = format!("pic-t6-{model}-{mb}mb");
+                let row = report.rows.iter().find(|r| r.id == id).expect("a row");
+                row.ours.expect("computed")
+            })
+            .collect();
+        assert!(v.windows(2).all(|w| w[1] > w[0]), "{model}: {v:?}");
+        let first = v[1] / v[0];
+        let last = v[4] / v[3];
+        assert!(last < first, "{model} saturates: {v:?}");
+    }
+    let dir = scratch("reproduce-picasso-bad");
+    let pic = dir.join("picasso");
+    std::fs::create_dir_all(&pic).unwrap();
+    let text = std::fs::read_to_string(repo().join("scenarios/paper/picasso/paper.json")).unwrap();
+    std::fs::write(
+        pic.join("paper.json"),
+        text.replacen("\"top20_coverage\": 0.7", "\"top20_coverage\": 1.5", 1),
+    )
+    .unwrap();
+    let bad = scratch("reproduce-picasso-bad-out").join("r");
+    let o = dlsim(&[
+        "reproduce",
+        "--paper",
+        "picasso",
+        "--papers-dir",
+        path_str(&dir),
+        "--out",
+        path_str(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("picasso.top20_coverage"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!bad.exists(), "nothing written");
 }

@@ -39,22 +39,77 @@ pub enum Source {
     Picasso(PicassoSetup),
 }
 
-/// The ID stream and cache of a PICASSO hit-ratio experiment (`dlsim_kernel::cache`).
+/// The ID stream and hot storage of a PICASSO hit-ratio experiment, from the paper's
+/// stated dataset (Table II) and batch (`dlsim_kernel::cache::HitCurve`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PicassoSetup {
-    /// Embedding dimension: a cached row holds `emb_dim` f32 values plus its 8-byte ID.
-    pub emb_dim: u32,
-    /// Distinct IDs per field (the kernel's 26 fields share this vocabulary size).
-    pub vocab_per_field: u64,
-    /// Zipf exponent of each field's IDs.
-    pub zipf_s: f64,
+    /// One-hot embedding tables (one ID per sample each).
+    pub tables: u32,
+    /// Sequence features: tables with `seq_len` IDs per sample each.
+    #[serde(default)]
+    pub seq_tables: u32,
+    #[serde(default)]
+    pub seq_len: u32,
+    /// The model's parameters (its embedding rows hold almost all of them).
+    pub params: f64,
+    /// Embedding dimension; a hot-storage row holds `emb_dim` f32 values.
+    pub emb_dim: f64,
     /// Samples per batch.
-    pub batch: u64,
-    /// Batches replayed (the first `refresh_batches` are the warm-up).
-    pub batches: u64,
-    /// The hot set is recomputed from the counts every this many batches.
-    pub refresh_batches: u64,
+    pub batch: f64,
+    /// How the parameters spread over the tables: `equal`, or `criteo`, the shape of the
+    /// Criteo Kaggle dataset's 26 table sizes (3 to 10.1M IDs) stretched over the tables.
+    pub table_sizes: TableSizes,
+    /// Share of the draws that the most frequent 20% of a table's IDs cover.
+    pub top20_coverage: f64,
+    /// Batches HybridHash counts before it loads the hot rows.
+    pub warmup_batches: u32,
+}
+
+/// How a PICASSO model's parameters spread over its embedding tables.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TableSizes {
+    Equal,
+    Criteo,
+}
+
+impl PicassoSetup {
+    /// Every field's range, as (field, message) on the first violation.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let positive = [
+            ("params", self.params),
+            ("emb_dim", self.emb_dim),
+            ("batch", self.batch),
+        ];
+        for (k, v) in positive {
+            if !(1.0..=1e15).contains(&v) {
+                return Err((k, format!("must be in [1, 1e15], got {v}")));
+            }
+        }
+        if self.tables + self.seq_tables == 0 || self.tables + self.seq_tables > 100_000 {
+            return Err((
+                "tables",
+                "tables + seq_tables must be in [1, 100000]".into(),
+            ));
+        }
+        if self.seq_tables > 0 && !(1..=10_000).contains(&self.seq_len) {
+            return Err((
+                "seq_len",
+                "must be in [1, 10000] with sequence tables".into(),
+            ));
+        }
+        if !(self.top20_coverage > 0.2 && self.top20_coverage < 1.0) {
+            return Err((
+                "top20_coverage",
+                format!("must be in (0.2, 1), got {}", self.top20_coverage),
+            ));
+        }
+        if !(1..=10_000).contains(&self.warmup_batches) {
+            return Err(("warmup_batches", "must be in [1, 10000]".into()));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -220,7 +275,10 @@ impl Paper {
                         at(f("scenario"), format!("cannot read {}: {err}", p.display()))
                     })?)
                 }
-                Source::Picasso(_) => {
+                Source::Picasso(setup) => {
+                    if let Err((k, why)) = setup.check() {
+                        return Err(at(f(&format!("picasso.{k}")), why));
+                    }
                     if e.arms.len() != 1 {
                         return Err(at(f("arms"), "a PICASSO experiment has one arm".into()));
                     }

@@ -8,6 +8,7 @@ mod determinism;
 mod dlrover;
 mod elastic;
 mod faults;
+mod golden;
 mod importers;
 mod online;
 mod report;

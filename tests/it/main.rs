@@ -11,6 +11,7 @@ mod faults;
 mod golden;
 mod importers;
 mod online;
+mod paired;
 mod report;
 mod reproduce;
 mod simulation;

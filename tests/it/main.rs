@@ -11,6 +11,7 @@ mod faults;
 mod golden;
 mod importers;
 mod online;
+mod outputs;
 mod paired;
 mod report;
 mod reproduce;

@@ -5,6 +5,7 @@ use crate::BadInput;
 use anyhow::Context;
 use clap::Args;
 use dlsim_model::metrics::{write_atomic, Summary};
+use dlsim_model::run::RUN_FILES;
 use dlsim_model::scenario::key_line;
 use dlsim_model::Scenario;
 use std::path::PathBuf;
@@ -61,7 +62,9 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let policy = dlsim_policies::build(&policy_spec).map_err(|e| match &args.policy {
         Some(_) => BadInput(format!("--policy: {e}")),
         None => {
-            let text = std::fs::read_to_string(&args.scenario).unwrap_or_default();
+            let text =
+                dlsim_fsio::read_to_string_limited(&args.scenario, dlsim_fsio::MAX_INPUT_BYTES)
+                    .unwrap_or_default();
             let line = key_line(&text, "policy")
                 .map(|l| format!(":{l}"))
                 .unwrap_or_default();
@@ -73,14 +76,22 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     })?;
     let load_s = wall.elapsed().as_secs_f64();
     let sim_start = Instant::now();
+    if let Some(out) = &args.out {
+        // A bad --out fails before the run, not after it.
+        dlsim_fsio::check_dir_target(out, &RUN_FILES)
+            .map_err(|e| BadInput(format!("--out: {e}")))?;
+    }
     let output = dlsim_model::run(&scenario, policy);
     let sim_s = sim_start.elapsed().as_secs_f64();
     let out_dir = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&output.summary));
+    // The run folder appears whole: written into a staging folder, then renamed.
+    let staged =
+        dlsim_fsio::stage_dir(&out_dir, &RUN_FILES).map_err(|e| BadInput(format!("--out: {e}")))?;
     output
-        .write(&out_dir)
+        .write(&staged)
         .with_context(|| format!("writing outputs to {}", out_dir.display()))?;
     let run_json = serde_json::json!({
         "dlsim_version": env!("CARGO_PKG_VERSION"),
@@ -94,10 +105,12 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         "threads": 1,
     });
     write_atomic(
-        &out_dir,
+        &staged,
         "run.json",
         (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes(),
     )?;
+    dlsim_fsio::commit_dir(&staged, &out_dir)
+        .with_context(|| format!("writing outputs to {}", out_dir.display()))?;
     if !args.quiet {
         print_summary(&output.summary);
         println!(

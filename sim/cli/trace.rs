@@ -155,6 +155,9 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     }
     let header = dlsim_importers::header(format, &a.input, &opts, &imported.report);
     for out in std::iter::once(&a.out).chain(&a.cluster_out) {
+        dlsim_fsio::check_target(out).map_err(|e| crate::BadInput(e.to_string()))?;
+    }
+    for out in std::iter::once(&a.out).chain(&a.cluster_out) {
         create_parent(out)?;
     }
     write_trace(&a.out, &header, &imported.jobs)

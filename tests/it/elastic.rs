@@ -440,7 +440,7 @@ fn traced_observations_hold_pod_samples_and_events() {
     let mut lines = obs.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done"
+        "time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done,slot,incarnation"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     let count = |kind: &str| rows.iter().filter(|r| r[4] == kind).count();

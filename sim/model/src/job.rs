@@ -39,6 +39,10 @@ pub enum PodState {
 pub struct Pod {
     pub job: usize,
     pub role: Role,
+    /// The pod's place within its role (0-based) and how many pods held that place in this
+    /// job before it: what its random draws are keyed by (see `World::arm_pod_failure`).
+    pub slot: u32,
+    pub incarnation: u32,
     pub request: Resources,
     pub state: PodState,
     pub node: Option<usize>,
@@ -178,6 +182,11 @@ pub struct Job {
     pub ps_share_running: f64,
     /// Relaunches used, per role: [PS, worker].
     pub restarts: [u32; 2],
+    /// Pods created so far per role and slot ([PS, worker]): the next pod in a slot is
+    /// that slot's next incarnation.
+    pub slot_incarnations: [Vec<u32>; 2],
+    /// Parameter partitions drawn so far (each may draw a hot PS).
+    pub partitions: u32,
     pub pod_failures: u32,
     /// Samples saved by the last periodic checkpoint, and training time since it.
     pub ckpt_samples: f64,
@@ -253,6 +262,8 @@ impl Job {
             perf: None,
             ps_share_running: 0.0,
             restarts: [0, 0],
+            slot_incarnations: [Vec::new(), Vec::new()],
+            partitions: 0,
             pod_failures: 0,
             ckpt_samples: 0.0,
             train_since_ckpt_s: 0.0,

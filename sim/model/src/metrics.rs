@@ -319,11 +319,9 @@ pub fn timeline_csv(rows: &[TimelineRow]) -> String {
     out
 }
 
-/// Writes `contents` to `dir/name` through a temporary file and a rename.
+/// Writes `contents` to `dir/name` atomically, only over a regular file (`dlsim_fsio`).
 pub fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, dir.join(name))
+    dlsim_fsio::write_atomic(&dir.join(name), contents)
 }
 
 #[cfg(test)]

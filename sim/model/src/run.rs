@@ -56,6 +56,15 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     }
 }
 
+/// Every file a batch replay may write into its folder (`run.json` is the CLI's).
+pub const RUN_FILES: [&str; 5] = [
+    "summary.json",
+    "jobs.csv",
+    "timeline.csv",
+    "observations.csv",
+    "run.json",
+];
+
 impl RunOutput {
     /// Writes the three reproducible files into `dir` (created if needed), atomically each.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {

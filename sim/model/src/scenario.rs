@@ -240,7 +240,7 @@ pub struct TraceStream {
 impl Scenario {
     /// Reads, parses and validates a scenario and everything it refers to.
     pub fn load(path: &Path) -> Result<Scenario, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
         Scenario::from_text(path, &text)
     }
@@ -250,7 +250,7 @@ impl Scenario {
     /// so memory holds the jobs alive at once, not the trace. A generated workload is
     /// held as with `load`.
     pub fn load_streaming(path: &Path) -> Result<Scenario, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(path, format!("cannot read scenario: {e}")))?;
         Scenario::parse(path, &text, true)
     }
@@ -267,9 +267,7 @@ impl Scenario {
     }
 
     fn parse(path: &Path, text: &str, stream: bool) -> Result<Scenario, InputError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let file: ScenarioFile =
-            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let file: ScenarioFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let locate = |key: &str| key_line(text, key);
         let at = |key: &str, msg: String| {
@@ -418,7 +416,7 @@ pub fn load_calibrated_truth(
 }
 
 fn read_calibration(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path)
+    dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read calibration: {e}")))
 }
 
@@ -487,7 +485,7 @@ fn load_nodes(
 
 /// Reads `name,cores,mem_gb,gpus,gpu_model` (header required; gpus and gpu_model optional).
 pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read node list: {e}")))?;
     let mut lines = text.lines().enumerate();
     let header = lines.next().map(|(_, l)| l.trim()).unwrap_or("");

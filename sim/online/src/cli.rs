@@ -25,7 +25,8 @@ pub enum CliError {
 
 /// Whether `path` is an online scenario (`"kind": "online"`); unreadable files are not.
 pub fn is_online_scenario(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|t| is_online_text(&t))
+    dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
+        .is_ok_and(|t| is_online_text(&t))
 }
 
 /// Kale Table 3: violation rate (%), accumulated lag (min), downtime (min), GPU hours.
@@ -78,7 +79,8 @@ pub fn replay(
         let p = policy::build(s).map_err(|e| match policy_arg {
             Some(_) => CliError::Input(format!("--policy: {e}")),
             None => {
-                let text = std::fs::read_to_string(path).unwrap_or_default();
+                let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
+                    .unwrap_or_default();
                 let line = key_line(&text, "policy")
                     .map(|l| format!(":{l}"))
                     .unwrap_or_default();

@@ -334,7 +334,7 @@ pub fn render(s: &RateSeries) -> String {
 
 /// Reads a `t_s,rate` series (with optional `#` lines); times must increase strictly.
 pub fn read_series(path: &Path) -> Result<RateSeries, InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     let mut s = RateSeries {
         t_s: Vec::new(),

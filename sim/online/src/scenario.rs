@@ -273,7 +273,7 @@ pub fn is_online_text(text: &str) -> bool {
 
 /// Reads, parses and validates an online scenario.
 pub fn load(path: &Path) -> Result<OnlineScenario, InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     from_text(path, &text)
 }
@@ -281,9 +281,7 @@ pub fn load(path: &Path) -> Result<OnlineScenario, InputError> {
 /// Parses and validates an online scenario's `text`, read from (or standing for) `path`,
 /// against which its relative paths resolve.
 pub fn from_text(path: &Path, text: &str) -> Result<OnlineScenario, InputError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let file: OnlineFile =
-        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+    let file: OnlineFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
     validate(path, text, &file)?;
     Ok(OnlineScenario {
         path: path.to_path_buf(),

@@ -83,15 +83,14 @@ impl Default for Baseline {
 impl Baseline {
     pub fn load(path: &Path) -> Result<Baseline, dlsim_traces::InputError> {
         use dlsim_traces::InputError;
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            InputError::new(
-                path,
-                format!("cannot read baseline: {e} (create one with --bless)"),
-            )
-        })?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
-        let b: Baseline =
-            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let text =
+            dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES).map_err(|e| {
+                InputError::new(
+                    path,
+                    format!("cannot read baseline: {e} (create one with --bless)"),
+                )
+            })?;
+        let b: Baseline = dlsim_traces::error::parse_json_document(path, &text, 0)?;
         if b.format != "dlsim-baseline" || b.version != 1 {
             return Err(InputError::new(path, "expected a dlsim-baseline v1 file").field("format"));
         }

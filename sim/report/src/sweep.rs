@@ -119,11 +119,9 @@ pub struct Sweep {
 impl Sweep {
     /// Reads and validates a sweep file and the scenario it names; expands the grid.
     pub fn load(path: &Path) -> Result<Sweep, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(path, format!("cannot read sweep file: {e}")))?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
-        let file: SweepFile =
-            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+        let file: SweepFile = dlsim_traces::error::parse_json_document(path, &text, 0)?;
         let at = |key: &str, msg: String| {
             let e = InputError::new(path, msg).field(key);
             match dlsim_model::scenario::key_line(&text, key.split('.').next().unwrap_or(key)) {

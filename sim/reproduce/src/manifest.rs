@@ -225,9 +225,7 @@ impl Paper {
         let path = root.join(paper).join("paper.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| InputError::new(&path, format!("cannot read paper manifest: {e}")))?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
-        let mut file: PaperFile =
-            serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(&path, e, 0))?;
+        let mut file: PaperFile = dlsim_traces::error::parse_json_document(&path, &text, 0)?;
         let at = |field: String, msg: String| {
             let e = InputError::new(&path, msg).field(field.clone());
             let key = field.rsplit('.').next().unwrap_or(&field).to_string();

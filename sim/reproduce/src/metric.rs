@@ -449,7 +449,7 @@ pub fn steps_series(obs: &str, batch: f64) -> Vec<(f64, f64)> {
 /// The profiler's reading averaged over the sample instants in the [`OBS_WINDOW_S`] ending
 /// at `at_s` (at the last sample when `at_s` is None).
 fn obs_at(obs: &str, what: ObsWhat, at_s: Option<f64>, batch: f64) -> Result<f64, String> {
-    // time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done
+    // time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done,slot,incarnation
     let samples: Vec<(f64, &str, f64, f64)> = obs
         .lines()
         .skip(1)

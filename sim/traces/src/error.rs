@@ -70,6 +70,38 @@ impl InputError {
     }
 }
 
+/// Parses one JSON document from `text` (read from `file`) into `T`, keeping the field path
+/// of an error, and refuses anything but whitespace after it (`}garbage`, a second object
+/// on the same line). `line_offset` is added to serde's line numbers, as in
+/// [`InputError::from_json`]. Every loader of a JSON input goes through here.
+pub fn parse_json_document<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    text: &str,
+    line_offset: usize,
+) -> Result<T, InputError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut *de)
+        .map_err(|e| InputError::from_json(file, e, line_offset))?;
+    de.end().map_err(|_| {
+        let e = InputError::new(file, "trailing content after the JSON document");
+        trailing_at(e, text, line_offset)
+    })?;
+    Ok(value)
+}
+
+/// Places a trailing-content error on the line where the trailing content starts.
+fn trailing_at(e: InputError, text: &str, line_offset: usize) -> InputError {
+    // Re-read the first document to find where it ends; the trailing content starts at
+    // the first non-blank character after it.
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    let _ = stream.next();
+    let offset = stream.byte_offset();
+    let rest = &text[offset..];
+    let skip = rest.len() - rest.trim_start().len();
+    let line = text[..offset + skip].matches('\n').count() + 1;
+    e.at_line(line + line_offset)
+}
+
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;

@@ -9,7 +9,7 @@ use crate::{InputError, JobSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 pub const FORMAT_NAME: &str = "dlsim-trace";
@@ -67,7 +67,7 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
 pub struct TraceReader {
     path: std::path::PathBuf,
     pub header: TraceHeader,
-    lines: std::iter::Enumerate<std::io::Lines<BufReader<File>>>,
+    lines: std::iter::Enumerate<dlsim_fsio::BoundedLines<BufReader<File>>>,
     ids: HashSet<u64>,
     last_submit: u64,
     failed: bool,
@@ -78,7 +78,7 @@ impl TraceReader {
     pub fn open(path: &Path) -> Result<TraceReader, InputError> {
         let file =
             File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
-        let mut lines = BufReader::new(file).lines().enumerate();
+        let mut lines = dlsim_fsio::bounded_lines(BufReader::new(file)).enumerate();
         let header_line = match lines.next() {
             Some((_, Ok(l))) => l,
             Some((_, Err(e))) => {
@@ -172,24 +172,20 @@ fn parse_json<T: serde::de::DeserializeOwned>(
     text: &str,
     line_no: usize,
 ) -> Result<T, InputError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, line_no - 1))
+    crate::error::parse_json_document(path, text, line_no - 1)
 }
 
-/// Writes a trace atomically: to `path.tmp`, then renamed over `path`.
+/// Writes a trace atomically, only over a regular file (`dlsim_fsio`).
 pub fn write_trace(path: &Path, header: &TraceHeader, jobs: &[JobSpec]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut out = BufWriter::new(File::create(&tmp)?);
-        serde_json::to_writer(&mut out, header)?;
+    dlsim_fsio::write_atomic_with(path, |out| {
+        serde_json::to_writer(&mut *out, header)?;
         out.write_all(b"\n")?;
         for job in jobs {
-            serde_json::to_writer(&mut out, job)?;
+            serde_json::to_writer(&mut *out, job)?;
             out.write_all(b"\n")?;
         }
-        out.flush()?;
-    }
-    std::fs::rename(&tmp, path)
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -269,9 +269,7 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
         models: BTreeMap<ModelKind, ModelDesc>,
         kinds: BTreeMap<ModelKind, ThroughputParams>,
     }
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: Raw =
-        serde_path_to_error::deserialize(de).map_err(|e| InputError::from_json(path, e, 0))?;
+    let raw: Raw = dlsim_traces::error::parse_json_document(path, text, 0)?;
     let err = |key: &str, field: String, msg: String| {
         let e = InputError::new(path, msg).field(field);
         match crate::scenario::key_line(text, key) {

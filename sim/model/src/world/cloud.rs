@@ -23,7 +23,9 @@ use std::collections::BTreeSet;
 const MIN_THROTTLE: f64 = 0.03;
 
 pub(super) struct CloudState {
-    node_rng: SimRng,
+    streams: RngStreams,
+    /// Per node: lifetimes drawn so far, the key of its next draw.
+    node_lifetimes: Vec<u32>,
     coloc_rng: SimRng,
     /// Nodes that host co-located services, in index order.
     coloc_nodes: Vec<usize>,
@@ -37,13 +39,14 @@ impl CloudState {
         queue: &mut EventQueue<Event>,
     ) -> Self {
         let mut state = CloudState {
-            node_rng: streams.stream("node-faults"),
+            streams: *streams,
+            node_lifetimes: vec![0; nodes],
             coloc_rng: streams.stream("colocation"),
             coloc_nodes: Vec::new(),
         };
         if faults.node_mtbf_days > 0.0 {
             for n in 0..nodes {
-                let ttf = state.time_to_failure(faults);
+                let ttf = state.time_to_failure(faults, n);
                 queue.push(ttf, Event::NodeFail(n));
             }
         }
@@ -57,8 +60,16 @@ impl CloudState {
         state
     }
 
-    fn time_to_failure(&mut self, faults: &FaultConfig) -> SimTime {
-        let u: f64 = self.node_rng.gen::<f64>().max(f64::MIN_POSITIVE);
+    /// Node `n`'s next lifetime, keyed by the node and how many it drew before (stream
+    /// `node-lifetime`), so every policy meets the same node failures.
+    fn time_to_failure(&mut self, faults: &FaultConfig, n: usize) -> SimTime {
+        let k = self.node_lifetimes[n];
+        self.node_lifetimes[n] += 1;
+        let u: f64 = self
+            .streams
+            .keyed("node-lifetime", &[n as u64, u64::from(k)])
+            .gen::<f64>()
+            .max(f64::MIN_POSITIVE);
         SimTime::from_secs_f64_ceil(-u.ln() * faults.node_mtbf_days * 86_400.0)
     }
 }
@@ -84,7 +95,7 @@ impl World {
     pub(super) fn node_repaired(&mut self, now: SimTime, n: usize, queue: &mut EventQueue<Event>) {
         self.cluster.set_down(n, false);
         if self.unfinished > 0 {
-            let ttf = self.cloud.time_to_failure(&self.faults);
+            let ttf = self.cloud.time_to_failure(&self.faults, n);
             queue.push(now + ttf, Event::NodeFail(n));
         }
         self.queue_schedule(now, queue);

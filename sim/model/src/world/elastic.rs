@@ -87,7 +87,7 @@ impl World {
         if workers > n {
             let request = config.worker_request();
             for _ in n..workers {
-                self.add_pod(now, j, Role::Worker, request, 0.0);
+                self.add_pod(now, j, Role::Worker, None, request, 0.0);
             }
         } else {
             // Remove the least advanced first: pending, then starting, then the newest
@@ -235,14 +235,14 @@ impl World {
                 self.jobs[j].advance(now, &mut self.pods);
                 match old.role {
                     Role::Worker => {
-                        let q = self.add_pod(now, j, Role::Worker, request, 0.0);
+                        let q = self.add_pod(now, j, Role::Worker, Some(old.slot), request, 0.0);
                         self.pods[q].replaces = Some(p);
                     }
                     Role::Ps => {
                         if self.jobs[j].phase != JobPhase::Training {
                             return false;
                         }
-                        let q = self.add_pod(now, j, Role::Ps, request, old.share);
+                        let q = self.add_pod(now, j, Role::Ps, Some(old.slot), request, old.share);
                         self.pods[q].standby = true;
                         self.jobs[j].migration = Some(Migration {
                             config: self.jobs[j].config,

@@ -160,7 +160,6 @@ pub struct World {
     noise: SimRng,
     faults: FaultConfig,
     recovery: RecoveryConfig,
-    fault_rng: SimRng,
     /// Per node: slow for the whole run (`faults.slow_node_fraction`).
     slow_nodes: Vec<bool>,
     elasticity: ElasticityConfig,
@@ -259,7 +258,6 @@ impl World {
             noise: streams.stream("observation-noise"),
             faults: f.faults.clone(),
             recovery: f.recovery.clone(),
-            fault_rng: streams.stream("faults"),
             slow_nodes: (0..scenario.nodes.len() as u64)
                 .map(|n| {
                     f.faults.slow_node_fraction > 0.0

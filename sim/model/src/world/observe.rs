@@ -15,7 +15,7 @@ use rand_distr::{Distribution, StandardNormal};
 use std::fmt::Write as _;
 
 pub(super) const OBSERVATIONS_HEADER: &str =
-    "time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done\n";
+    "time_s,job,pod,role,kind,cpu_used,mem_used_mb,samples_per_s,step_time_s,samples_done,slot,incarnation\n";
 
 /// Events kept per job for policies (older ones are dropped).
 const EVENTS_KEPT: usize = 256;
@@ -76,11 +76,13 @@ impl World {
         if let Some(out) = self.observations.as_mut() {
             let _ = writeln!(
                 out,
-                "{},{},{p},{},{},,,,,",
+                "{},{},{p},{},{},,,,,,{},{}",
                 now.as_ms() / 1000,
                 job.spec.id,
                 role_str(pod.role),
-                kind.as_str()
+                kind.as_str(),
+                pod.slot,
+                pod.incarnation
             );
         }
     }
@@ -102,7 +104,7 @@ impl World {
                 if !pod.active() {
                     continue;
                 }
-                let role = pod.role;
+                let (role, slot, incarnation) = (pod.role, pod.slot, pod.incarnation);
                 let cpu = pod.cpu_used;
                 let (mem, rate, done) = match role {
                     Role::Worker => (job.worker_mem_used_mb(), pod.rate, pod.samples_trained),
@@ -132,7 +134,7 @@ impl World {
                 if let Some(out) = self.observations.as_mut() {
                     let _ = writeln!(
                         out,
-                        "{},{id},{p},{},sample,{:.4},{:.1},{:.3},{:.5},{:.0}",
+                        "{},{id},{p},{},sample,{:.4},{:.1},{:.3},{:.5},{:.0},{slot},{incarnation}",
                         now.as_ms() / 1000,
                         role_str(role),
                         sample.cpu_used,

@@ -164,7 +164,7 @@ impl World {
                 Role::Ps => config.ps_request(),
             };
             for _ in n..target {
-                let p = self.add_pod(now, j, role, request, 0.0);
+                let p = self.add_pod(now, j, role, None, request, 0.0);
                 self.pods[p].standby = role == Role::Ps;
             }
         } else {

@@ -44,21 +44,37 @@ impl Cause {
     }
 }
 
+/// Index of a role in per-role arrays: [PS, worker].
+pub(super) fn role_index(role: Role) -> usize {
+    usize::from(role == Role::Worker)
+}
+
 impl World {
-    /// Queues a new pending pod for job `j` (whether it straggles depends on the node it
-    /// lands on: `World::slow_nodes`).
+    /// Queues a new pending pod for job `j` in `slot` of its role (`None`: the lowest slot
+    /// no live pod of the role holds). Whether it straggles depends on the node it lands on
+    /// (`World::slow_nodes`).
     pub(super) fn add_pod(
         &mut self,
         now: SimTime,
         j: usize,
         role: Role,
+        slot: Option<u32>,
         request: Resources,
         share: f64,
     ) -> usize {
         let p = self.pods.len();
+        let slot = slot.unwrap_or_else(|| self.free_slot(j, role));
+        let incarnations = &mut self.jobs[j].slot_incarnations[role_index(role)];
+        if incarnations.len() <= slot as usize {
+            incarnations.resize(slot as usize + 1, 0);
+        }
+        let incarnation = incarnations[slot as usize];
+        incarnations[slot as usize] += 1;
         self.pods.push(Pod {
             job: j,
             role,
+            slot,
+            incarnation,
             request,
             state: PodState::Pending,
             node: None,
@@ -82,7 +98,25 @@ impl World {
         p
     }
 
-    /// Queues every pod of `config` for job `j` (PS shares drawn afresh); `standby` pods
+    /// The lowest slot of `role` that no live pod of job `j` holds.
+    fn free_slot(&self, j: usize, role: Role) -> u32 {
+        let mut held: Vec<u32> = self.jobs[j]
+            .pods
+            .iter()
+            .map(|&q| &self.pods[q])
+            .filter(|q| q.role == role && q.state != PodState::Finished)
+            .map(|q| q.slot)
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        held.iter()
+            .enumerate()
+            .find(|&(k, &s)| s != k as u32)
+            .map_or(held.len() as u32, |(k, _)| k as u32)
+    }
+
+    /// Queues every pod of `config` for job `j` (PS shares drawn afresh), pod `k` of each
+    /// role in slot `k`; `standby` pods
     /// are the new side of a migration. Returns the new pods.
     pub(super) fn add_config_pods(
         &mut self,
@@ -115,13 +149,13 @@ impl World {
             None => base,
         };
         let mut added = Vec::new();
-        for (k, share) in self.draw_ps_shares(config.ps).into_iter().enumerate() {
+        for (k, share) in self.draw_ps_shares(j, config.ps).into_iter().enumerate() {
             let req = request(Role::Ps, k as u32, config.ps_request());
-            added.push(self.add_pod(now, j, Role::Ps, req, share));
+            added.push(self.add_pod(now, j, Role::Ps, Some(k as u32), req, share));
         }
         for k in 0..config.workers {
             let req = request(Role::Worker, k, config.worker_request());
-            added.push(self.add_pod(now, j, Role::Worker, req, 0.0));
+            added.push(self.add_pod(now, j, Role::Worker, Some(k), req, 0.0));
         }
         for &p in &added {
             self.pods[p].standby = standby;
@@ -171,15 +205,20 @@ impl World {
         self.pod_event(now, p, why);
     }
 
-    /// Parameter shares of `ps` servers: equal, unless the job is drawn to have a hot PS,
-    /// which then carries `hot_ps_load_factor` times the share of each other PS.
-    pub(super) fn draw_ps_shares(&mut self, ps: u32) -> Vec<f64> {
+    /// Parameter shares of `ps` servers for job `j`: equal, unless the job is drawn to
+    /// have a hot PS, which then carries `hot_ps_load_factor` times the share of each other
+    /// PS. The draw is keyed by the job and its partition count (stream `hot-ps`).
+    pub(super) fn draw_ps_shares(&mut self, j: usize, ps: u32) -> Vec<f64> {
         if ps == 0 {
             return Vec::new();
         }
+        let job = &mut self.jobs[j];
+        let n = job.partitions;
+        job.partitions += 1;
+        let key = [job.spec.id, u64::from(n)];
         let hot = ps > 1
             && self.faults.hot_ps_prob > 0.0
-            && self.fault_rng.gen::<f64>() < self.faults.hot_ps_prob;
+            && self.streams.keyed("hot-ps", &key).gen::<f64>() < self.faults.hot_ps_prob;
         if !hot {
             return vec![1.0 / f64::from(ps); ps as usize];
         }
@@ -190,7 +229,10 @@ impl World {
             .collect()
     }
 
-    /// Draws the running pod's exponential lifetime and schedules its failure.
+    /// Draws the running pod's exponential lifetime and schedules its failure. The draw
+    /// is keyed by what the pod is, not by when it came: (job id, role, slot,
+    /// incarnation), stream `pod-lifetime`. Two policies that run the same pod therefore
+    /// give it the same lifetime, whatever else they launched.
     pub(super) fn arm_pod_failure(
         &mut self,
         now: SimTime,
@@ -201,7 +243,18 @@ impl World {
         if rate <= 0.0 {
             return;
         }
-        let u: f64 = self.fault_rng.gen::<f64>().max(f64::MIN_POSITIVE);
+        let pod = &self.pods[p];
+        let key = [
+            self.jobs[pod.job].spec.id,
+            role_index(pod.role) as u64,
+            u64::from(pod.slot),
+            u64::from(pod.incarnation),
+        ];
+        let u: f64 = self
+            .streams
+            .keyed("pod-lifetime", &key)
+            .gen::<f64>()
+            .max(f64::MIN_POSITIVE);
         let ttf_s = -u.ln() / rate;
         // Lifetimes beyond a year never matter for a replay and would overflow nothing, but
         // skipping them keeps the queue small.
@@ -289,7 +342,7 @@ impl World {
             return;
         }
         let job = &mut self.jobs[j];
-        let role_idx = usize::from(pod.role == Role::Worker);
+        let role_idx = role_index(pod.role);
         if cause != Cause::Evicted {
             job.restarts[role_idx] += 1;
         }
@@ -333,7 +386,7 @@ impl World {
                 request.mem_mb = pod.request.mem_mb;
             }
         }
-        self.add_pod(now, j, pod.role, request, pod.share);
+        self.add_pod(now, j, pod.role, Some(pod.slot), request, pod.share);
         self.update_phase(now, j, queue);
         self.queue_schedule(now, queue);
     }

@@ -9,6 +9,7 @@ mod dlrover;
 mod elastic;
 mod faults;
 mod importers;
+mod one_build;
 mod online;
 mod report;
 mod reproduce;

@@ -88,7 +88,18 @@ where
         Command::Report(args) => report::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Calibrate(args) => {
-            dlsim_kernel::calibrate::run_cli(&args).map_err(|e| {
+            use dlsim_model::perf::calibration::{load_truth, SHIPPED_PATH};
+            let shipped = std::path::Path::new(SHIPPED_PATH);
+            let validate = |json: &str| {
+                load_truth(json, shipped)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            };
+            let bless = dlsim_kernel::calibrate::Bless {
+                shipped,
+                validate: &validate,
+            };
+            dlsim_kernel::calibrate::run_cli(&args, Some(bless)).map_err(|e| {
                 match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {
                     Ok(bad) => BadInput(bad.0).into(),
                     Err(e) => e,

@@ -102,7 +102,9 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
                 "seed": a.seed,
                 "config": cfg,
             }));
-            write_trace(&a.out, &header, &jobs)?;
+            create_parent(&a.out)?;
+            write_trace(&a.out, &header, &jobs)
+                .with_context(|| format!("writing {}", a.out.display()))?;
             println!(
                 "wrote {} jobs over {} days to {}",
                 jobs.len(),
@@ -187,9 +189,7 @@ fn inspect(a: &InspectArgs) -> anyhow::Result<ExitCode> {
     let trace = read_trace(&a.trace).map_err(|e| BadInput(e.to_string()))?;
     print!("{}", dlsim_importers::inspect::inspect(&trace));
     if let Some(prefix) = &a.plot_out {
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
+        create_parent(prefix)?;
         let written = dlsim_importers::inspect::plot(&trace, prefix)?;
         for p in written {
             println!("wrote {}", p.display());

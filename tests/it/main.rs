@@ -11,6 +11,7 @@ mod faults;
 mod importers;
 mod one_build;
 mod online;
+mod outputs;
 mod report;
 mod reproduce;
 mod simulation;

@@ -3,6 +3,7 @@
 //! every bad input fails early with exit code 2 and no output files.
 
 mod check;
+mod policies;
 mod replay;
 mod report;
 mod reproduce;
@@ -46,7 +47,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Replay a scenario (cluster + trace) under a scheduling policy and write its metrics.
+    #[command(
+        after_help = "Policies and their parameters: `dlsim policies`, or `dlsim replay --help`.",
+        after_long_help = policies::text()
+    )]
     Replay(replay::ReplayArgs),
+    /// List every policy (batch and online) with its parameters, types, defaults and meanings.
+    Policies(policies::PoliciesArgs),
     /// Measure the real PS/worker kernel and fit the simulator's throughput model to it.
     Calibrate(dlsim_kernel::calibrate::CalibrateArgs),
     /// Generate, inspect or convert job traces.
@@ -81,6 +88,7 @@ where
     };
     match cli.command {
         Command::Replay(args) => replay::run(&args),
+        Command::Policies(args) => policies::run(&args),
         Command::Trace(cmd) => trace::run(cmd),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::merge(&args),

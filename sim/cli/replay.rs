@@ -15,7 +15,8 @@ use std::time::Instant;
 pub struct ReplayArgs {
     /// Scenario file (JSON): cluster, workload trace, policy, knobs.
     pub scenario: PathBuf,
-    /// Policy spec overriding the scenario's, e.g. `static`.
+    /// Policy spec overriding the scenario's, e.g. `static` or `dlrover[rho=2.5]` (every
+    /// policy and parameter: below, or `dlsim policies`).
     #[arg(long)]
     pub policy: Option<String>,
     /// Seed overriding the scenario's; every random stream derives from it.

@@ -12,6 +12,7 @@ mod importers;
 mod one_build;
 mod online;
 mod outputs;
+mod policies;
 mod report;
 mod reproduce;
 mod simulation;

@@ -7,6 +7,7 @@ mod policies;
 mod replay;
 mod report;
 mod reproduce;
+mod schema;
 mod sweep;
 mod trace;
 
@@ -54,6 +55,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// List every policy (batch and online) with its parameters, types, defaults and meanings.
     Policies(policies::PoliciesArgs),
+    /// Print the JSON Schema of scenario or sweep files.
+    Schema(schema::SchemaArgs),
     /// Measure the real PS/worker kernel and fit the simulator's throughput model to it.
     Calibrate(dlsim_kernel::calibrate::CalibrateArgs),
     /// Generate, inspect or convert job traces.
@@ -89,6 +92,7 @@ where
     match cli.command {
         Command::Replay(args) => replay::run(&args),
         Command::Policies(args) => policies::run(&args),
+        Command::Schema(args) => schema::run(&args),
         Command::Trace(cmd) => trace::run(cmd),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::merge(&args),

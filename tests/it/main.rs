@@ -15,6 +15,7 @@ mod outputs;
 mod policies;
 mod report;
 mod reproduce;
+mod schema;
 mod simulation;
 mod support;
 mod sweep;

@@ -89,7 +89,48 @@ where
             return Ok(ExitCode::from(code));
         }
     };
-    match cli.command {
+    let (quiet, started) = (cli.command.quiet(), std::time::Instant::now());
+    let result = dispatch(cli.command);
+    release_hint(quiet, started.elapsed().as_secs_f64());
+    result
+}
+
+/// A debug build runs the simulator several times slower than a release build: after a
+/// command that took over 10 s, say so once (not with `--quiet`, never in release). The
+/// environment variable `DLSIM_RELEASE_HINT_AFTER_S` moves the threshold (the tests set 0).
+fn release_hint(quiet: bool, wall_s: f64) {
+    let after_s = std::env::var("DLSIM_RELEASE_HINT_AFTER_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(10.0);
+    if cfg!(debug_assertions) && !quiet && wall_s > after_s {
+        eprintln!(
+            "hint: that took {wall_s:.0} s in a debug build; a release build is several times \
+             faster (`cargo run --release -- ...`, or `cargo install --path .`)"
+        );
+    }
+}
+
+impl Command {
+    /// Whether `--quiet` was given (every command takes it).
+    fn quiet(&self) -> bool {
+        match self {
+            Command::Replay(a) => a.quiet,
+            Command::Policies(a) => a.quiet,
+            Command::Schema(a) => a.quiet,
+            Command::Calibrate(a) => a.quiet,
+            Command::Trace(t) => t.quiet(),
+            Command::Sweep(a) => a.quiet,
+            Command::Merge(a) => a.quiet,
+            Command::Check(a) => a.quiet,
+            Command::Report(a) => a.quiet,
+            Command::Reproduce(a) => a.quiet,
+        }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Replay(args) => replay::run(&args),
         Command::Policies(args) => policies::run(&args),
         Command::Schema(args) => schema::run(&args),

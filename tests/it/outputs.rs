@@ -1,13 +1,29 @@
 //! Where outputs go: every command creates the missing folders above its outputs (the
 //! README's openb import once printed a full report and then failed on a missing folder,
 //! issue #20), and nothing writes into tracked files unless asked (see `calibration`).
+//! Every command takes `--quiet`, and prints nothing with it when all goes well.
 
 use crate::support::*;
 use std::path::Path;
+use std::process::Command;
 
+/// Runs `args` with `--quiet` (a test binary is a debug build, and the release hint is
+/// due after 0 s): it succeeds and prints nothing to stderr, nor to stdout unless its
+/// result is a table (`sweep`'s final table, `reproduce`'s headline).
 fn ok(args: &[&str]) {
-    let o = dlsim(args);
+    let mut args = args.to_vec();
+    args.push("--quiet");
+    let o = Command::new(env!("CARGO_BIN_EXE_dlsim"))
+        .args(&args)
+        .current_dir(repo())
+        .env("DLSIM_RELEASE_HINT_AFTER_S", "0")
+        .output()
+        .expect("dlsim runs");
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    if !["sweep", "reproduce"].contains(&args[0]) {
+        assert_eq!(stdout(&o), "", "{args:?} --quiet printed to stdout");
+    }
+    assert_eq!(stderr(&o), "", "{args:?} --quiet printed to stderr");
 }
 
 /// A tiny generated batch scenario in `dir`.
@@ -23,13 +39,13 @@ fn tiny_scenario(dir: &Path) -> String {
 }
 
 #[test]
-fn every_command_creates_the_folders_of_its_outputs() {
+fn every_command_creates_the_folders_of_its_outputs_and_is_silent_with_quiet() {
     let dir = scratch("outputs-nested");
     let deep = |rel: &str| path_str(&dir.join("a/b").join(rel)).to_string();
     let sc = tiny_scenario(&dir);
 
     let run = deep("replay/run");
-    ok(&["replay", &sc, "--out", &run, "--quiet"]);
+    ok(&["replay", &sc, "--out", &run]);
     assert!(Path::new(&run).join("summary.json").is_file());
 
     let online = dir.join("online.json");
@@ -37,7 +53,7 @@ fn every_command_creates_the_folders_of_its_outputs() {
   "traffic": { "partitions": 16 } }"#;
     std::fs::write(&online, text).unwrap();
     let online_run = deep("online/run");
-    ok(&["replay", path_str(&online), "--out", &online_run, "--quiet"]);
+    ok(&["replay", path_str(&online), "--out", &online_run]);
     assert!(Path::new(&online_run).join("summary.json").is_file());
 
     let trace = deep("gen/trace.jsonl");
@@ -69,7 +85,7 @@ fn every_command_creates_the_folders_of_its_outputs() {
 
     let sweep_file = crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
     let (swept, merged) = (deep("sweep/out"), deep("merge/out"));
-    ok(&["sweep", path_str(&sweep_file), "--out", &swept, "--quiet"]);
+    ok(&["sweep", path_str(&sweep_file), "--out", &swept]);
     ok(&["merge", &swept, "--out", &merged]);
     assert!(Path::new(&merged).join("results.csv").is_file());
 
@@ -80,10 +96,11 @@ fn every_command_creates_the_folders_of_its_outputs() {
     let baseline = deep("check/baseline.json");
     ok(&["check", &run, "--baseline", &baseline, "--bless"]);
     assert!(Path::new(&baseline).is_file());
+    ok(&["check", &run, "--baseline", &baseline]);
 
     let cal = deep("calibrate/cal.json");
     let shipped = path_str(&repo().join("reports/calibration/default.json")).to_string();
-    ok(&["calibrate", "--refit", &shipped, "--out", &cal, "--quiet"]);
+    ok(&["calibrate", "--refit", &shipped, "--out", &cal]);
     assert!(Path::new(&cal).is_file());
 
     let reproduced = deep("reproduce/out");
@@ -96,7 +113,33 @@ fn every_command_creates_the_folders_of_its_outputs() {
         "--quick",
         "--out",
         &reproduced,
-        "--quiet",
     ]);
     assert!(Path::new(&reproduced).join("reproduce.json").is_file());
+}
+
+/// Without `--quiet`, a debug build's command that ran past the threshold (10 s; 0 here)
+/// ends with a one-line hint to build in release; a release build never prints it.
+#[test]
+fn a_slow_debug_run_hints_at_release_builds_unless_quiet() {
+    let dir = scratch("outputs-release-hint");
+    let sc = tiny_scenario(&dir);
+    let out = path_str(&dir.join("run")).to_string();
+    for quiet in [false, true] {
+        let mut args = vec!["replay", sc.as_str(), "--out", out.as_str()];
+        if quiet {
+            args.push("--quiet");
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_dlsim"))
+            .args(&args)
+            .env("DLSIM_RELEASE_HINT_AFTER_S", "0")
+            .output()
+            .expect("dlsim runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let hints = stderr(&o)
+            .lines()
+            .filter(|l| l.starts_with("hint: "))
+            .count();
+        let want = usize::from(cfg!(debug_assertions) && !quiet);
+        assert_eq!(hints, want, "quiet={quiet}: {}", stderr(&o));
+    }
 }

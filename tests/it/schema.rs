@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 fn schema(which: &str) -> Value {
     let o = dlsim(&["schema", which]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let quiet = dlsim(&["schema", which, "--quiet"]);
+    assert_eq!(
+        stdout(&quiet),
+        stdout(&o),
+        "the schema is the output, --quiet or not"
+    );
     serde_json::from_str(&stdout(&o)).expect("the schema is JSON")
 }
 

@@ -39,7 +39,18 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if dlsim_online::is_online_scenario(&args.scenario) {
         // Online (streaming) scenarios have their own world and metrics (sim/online).
         let (policy, out) = (args.policy.as_deref(), args.out.as_deref());
-        return match dlsim_online::replay(&args.scenario, policy, args.seed, out, args.quiet) {
+        let mut bar = Progress::new(args.quiet);
+        let mut report = |p| bar.update(p);
+        let done = dlsim_online::replay(
+            &args.scenario,
+            policy,
+            args.seed,
+            out,
+            args.quiet,
+            &mut report,
+        );
+        bar.finish();
+        return match done {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(dlsim_online::CliError::Input(m)) => Err(BadInput(m).into()),
             Err(e) => Err(anyhow::anyhow!(e)),

@@ -23,6 +23,9 @@ pub struct CheckArgs {
     /// Print the baseline's run labels, one per line, and exit.
     #[arg(long)]
     pub list_runs: bool,
+    /// Print nothing but errors (the exit code tells the verdict; --list-runs still lists).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
@@ -44,13 +47,17 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     if args.bless {
         for (label, summary) in &runs {
             base.bless(label, summary);
-            println!("blessed {label}");
+            if !args.quiet {
+                println!("blessed {label}");
+            }
         }
         if let Some(dir) = args.baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         write_text(&args.baseline, &base.to_json())?;
-        println!("wrote {}", args.baseline.display());
+        if !args.quiet {
+            println!("wrote {}", args.baseline.display());
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut diffs = Vec::new();
@@ -62,7 +69,15 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
         diffs.extend(compare(&base, label, summary).map_err(|e| BadInput(format!("{e:#}")))?);
     }
-    print!("{}", diff_table(&diffs).markdown());
+    // With --quiet, only the errors below (stderr) and the exit code speak.
+    let say = |line: &str| {
+        if !args.quiet {
+            println!("{line}");
+        }
+    };
+    if !args.quiet {
+        print!("{}", diff_table(&diffs).markdown());
+    }
     let regressed = diffs
         .iter()
         .filter(|d| d.status == Status::Regressed)
@@ -90,7 +105,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         .runs
         .keys()
         .any(|k| dlsim_policies::POLICY_NAMES.contains(&k.split('[').next().unwrap_or_default()));
-    if policy_labels && !known.is_empty() {
+    if policy_labels && !known.is_empty() && !args.quiet {
         eprintln!(
             "note: policies without a baseline in {}: {} (replay them and bless with `{hint}`)",
             args.baseline.display(),
@@ -102,19 +117,22 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if improved > 0 {
-        println!("{improved} metric(s) improved beyond tolerance: consider re-blessing.");
+        say(&format!(
+            "{improved} metric(s) improved beyond tolerance: consider re-blessing."
+        ));
     }
     if regressed + missing > 0 || !unblessed.is_empty() {
+        // The verdict is the error: printed even with --quiet.
         println!(
             "FAILED: {regressed} regression(s), {missing} missing metric(s), {} run(s) without a baseline",
             unblessed.len()
         );
         return Ok(ExitCode::from(1));
     }
-    println!(
+    say(&format!(
         "ok: {} run(s), {} metric(s) within tolerance",
         runs.len(),
         diffs.len()
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }

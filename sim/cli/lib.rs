@@ -3,9 +3,11 @@
 //! every bad input fails early with exit code 2 and no output files.
 
 mod check;
+mod policies;
 mod replay;
 mod report;
 mod reproduce;
+mod schema;
 mod sweep;
 mod trace;
 
@@ -46,7 +48,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Replay a scenario (cluster + trace) under a scheduling policy and write its metrics.
+    #[command(
+        after_help = "Policies and their parameters: `dlsim policies`, or `dlsim replay --help`.",
+        after_long_help = policies::text()
+    )]
     Replay(replay::ReplayArgs),
+    /// List every policy (batch and online) with its parameters, types, defaults and meanings.
+    Policies(policies::PoliciesArgs),
+    /// Print the JSON Schema of scenario or sweep files.
+    Schema(schema::SchemaArgs),
     /// Measure the real PS/worker kernel and fit the simulator's throughput model to it.
     Calibrate(dlsim_kernel::calibrate::CalibrateArgs),
     /// Generate, inspect or convert job traces.
@@ -79,8 +89,51 @@ where
             return Ok(ExitCode::from(code));
         }
     };
-    match cli.command {
+    let (quiet, started) = (cli.command.quiet(), std::time::Instant::now());
+    let result = dispatch(cli.command);
+    release_hint(quiet, started.elapsed().as_secs_f64());
+    result
+}
+
+/// A debug build runs the simulator several times slower than a release build: after a
+/// command that took over 10 s, say so once (not with `--quiet`, never in release). The
+/// environment variable `DLSIM_RELEASE_HINT_AFTER_S` moves the threshold (the tests set 0).
+fn release_hint(quiet: bool, wall_s: f64) {
+    let after_s = std::env::var("DLSIM_RELEASE_HINT_AFTER_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(10.0);
+    if cfg!(debug_assertions) && !quiet && wall_s > after_s {
+        eprintln!(
+            "hint: that took {wall_s:.0} s in a debug build; a release build is several times \
+             faster (`cargo run --release -- ...`, or `cargo install --path .`)"
+        );
+    }
+}
+
+impl Command {
+    /// Whether `--quiet` was given (every command takes it).
+    fn quiet(&self) -> bool {
+        match self {
+            Command::Replay(a) => a.quiet,
+            Command::Policies(a) => a.quiet,
+            Command::Schema(a) => a.quiet,
+            Command::Calibrate(a) => a.quiet,
+            Command::Trace(t) => t.quiet(),
+            Command::Sweep(a) => a.quiet,
+            Command::Merge(a) => a.quiet,
+            Command::Check(a) => a.quiet,
+            Command::Report(a) => a.quiet,
+            Command::Reproduce(a) => a.quiet,
+        }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Replay(args) => replay::run(&args),
+        Command::Policies(args) => policies::run(&args),
+        Command::Schema(args) => schema::run(&args),
         Command::Trace(cmd) => trace::run(cmd),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::merge(&args),
@@ -88,7 +141,18 @@ where
         Command::Report(args) => report::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Calibrate(args) => {
-            dlsim_kernel::calibrate::run_cli(&args).map_err(|e| {
+            use dlsim_model::perf::calibration::{load_truth, SHIPPED_PATH};
+            let shipped = std::path::Path::new(SHIPPED_PATH);
+            let validate = |json: &str| {
+                load_truth(json, shipped)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            };
+            let bless = dlsim_kernel::calibrate::Bless {
+                shipped,
+                validate: &validate,
+            };
+            dlsim_kernel::calibrate::run_cli(&args, Some(bless)).map_err(|e| {
                 match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {
                     Ok(bad) => BadInput(bad.0).into(),
                     Err(e) => e,

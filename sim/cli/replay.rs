@@ -8,6 +8,7 @@ use dlsim_model::metrics::{write_atomic, Summary};
 use dlsim_model::run::RUN_FILES;
 use dlsim_model::scenario::key_line;
 use dlsim_model::Scenario;
+use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -16,7 +17,8 @@ use std::time::Instant;
 pub struct ReplayArgs {
     /// Scenario file (JSON): cluster, workload trace, policy, knobs.
     pub scenario: PathBuf,
-    /// Policy spec overriding the scenario's, e.g. `static`.
+    /// Policy spec overriding the scenario's, e.g. `static` or `dlrover[rho=2.5]` (every
+    /// policy and parameter: below, or `dlsim policies`).
     #[arg(long)]
     pub policy: Option<String>,
     /// Seed overriding the scenario's; every random stream derives from it.
@@ -38,7 +40,18 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if dlsim_online::is_online_scenario(&args.scenario) {
         // Online (streaming) scenarios have their own world and metrics (sim/online).
         let (policy, out) = (args.policy.as_deref(), args.out.as_deref());
-        return match dlsim_online::replay(&args.scenario, policy, args.seed, out, args.quiet) {
+        let mut bar = Progress::new(args.quiet);
+        let mut report = |p| bar.update(p);
+        let done = dlsim_online::replay(
+            &args.scenario,
+            policy,
+            args.seed,
+            out,
+            args.quiet,
+            &mut report,
+        );
+        bar.finish();
+        return match done {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(dlsim_online::CliError::Input(m)) => Err(BadInput(m).into()),
             Err(e) => Err(anyhow::anyhow!(e)),
@@ -81,7 +94,9 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         dlsim_fsio::check_dir_target(out, &RUN_FILES)
             .map_err(|e| BadInput(format!("--out: {e}")))?;
     }
-    let output = dlsim_model::run(&scenario, policy);
+    let mut bar = Progress::new(args.quiet);
+    let output = dlsim_model::run_with_progress(&scenario, policy, &mut |p| bar.update(p));
+    bar.finish();
     let sim_s = sim_start.elapsed().as_secs_f64();
     let out_dir = args
         .out
@@ -122,6 +137,62 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The replay's progress bar on stderr: simulated time out of the horizon (or, without one,
+/// jobs ended out of the trace's) and events/s. It appears only once the run has taken a
+/// second, and only on a terminal (indicatif draws nothing elsewhere) without `--quiet`.
+struct Progress {
+    start: Instant,
+    quiet: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        Progress {
+            start: Instant::now(),
+            quiet,
+            bar: None,
+        }
+    }
+
+    fn update(&mut self, p: dlsim_model::Progress) {
+        let wall_s = self.start.elapsed().as_secs_f64();
+        if self.quiet || wall_s < 1.0 {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let (len, unit) = match p.horizon {
+                Some(h) => (h.as_ms() / 1000, "s simulated"),
+                None => (p.jobs_total as u64, "jobs ended"),
+            };
+            let template =
+                format!("{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{msg}}");
+            let bar = ProgressBar::new(len).with_elapsed(self.start.elapsed());
+            bar.set_style(
+                ProgressStyle::with_template(&template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar
+        });
+        bar.set_position(match p.horizon {
+            Some(_) => p.now.as_ms() / 1000,
+            None => p.jobs_ended as u64,
+        });
+        bar.set_message(format!(
+            "day {:.2} simulated, {:.0} events/s",
+            p.now.as_secs_f64() / 86_400.0,
+            p.events as f64 / wall_s
+        ));
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 fn default_out_dir(s: &Summary) -> PathBuf {
@@ -185,5 +256,55 @@ fn print_summary(s: &Summary) {
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (k, v) in rows {
         println!("{k:<width$}  {v}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsim_engine::SimTime;
+    use std::time::Duration;
+
+    fn report(now_s: u64, horizon_s: Option<u64>) -> dlsim_model::Progress {
+        dlsim_model::Progress {
+            now: SimTime::from_secs(now_s),
+            events: 50_000,
+            jobs_ended: 30,
+            jobs_total: 120,
+            horizon: horizon_s.map(SimTime::from_secs),
+        }
+    }
+
+    fn started(ago_s: u64) -> Progress {
+        let mut p = Progress::new(false);
+        p.start = Instant::now() - Duration::from_secs(ago_s);
+        p
+    }
+
+    #[test]
+    fn the_bar_appears_after_a_second_and_counts_the_horizon_or_the_jobs() {
+        let mut fresh = started(0);
+        fresh.update(report(600, None));
+        assert!(fresh.bar.is_none(), "no bar in the first second");
+        let mut quiet = Progress::new(true);
+        quiet.start = Instant::now() - Duration::from_secs(5);
+        quiet.update(report(600, None));
+        assert!(quiet.bar.is_none(), "no bar with --quiet");
+
+        let mut by_jobs = started(5);
+        by_jobs.update(report(43_200, None));
+        let bar = by_jobs.bar.as_ref().unwrap();
+        assert_eq!((bar.position(), bar.length()), (30, Some(120)));
+        assert!(
+            bar.message().starts_with("day 0.50 simulated, "),
+            "{}",
+            bar.message()
+        );
+        assert!(bar.message().ends_with(" events/s"));
+
+        let mut by_time = started(5);
+        by_time.update(report(3_600, Some(7_200)));
+        let bar = by_time.bar.as_ref().unwrap();
+        assert_eq!((bar.position(), bar.length()), (3_600, Some(7_200)));
     }
 }

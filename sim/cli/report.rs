@@ -17,6 +17,9 @@ pub struct ReportArgs {
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -30,6 +33,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let written = dlsim_report::render::report(&args.runs, args.baseline.as_deref(), &args.out)?;
+    if args.quiet {
+        return Ok(ExitCode::SUCCESS);
+    }
     for h in &written.headlines {
         println!("{}", h.replace('`', ""));
     }

@@ -8,11 +8,11 @@
 use crate::BadInput;
 use clap::Args;
 use dlsim_report::exec;
-use dlsim_report::sweep::{Shard, Sweep};
+use dlsim_report::sweep::{Plan, Point, Shard, Sweep};
 use dlsim_report::table::Table;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -21,8 +21,8 @@ pub struct SweepArgs {
     /// Sweep file (JSON): scenario, policies, policy and scenario parameters, seeds.
     pub sweep: PathBuf,
     /// Output folder; runs already finished there are skipped (resume).
-    #[arg(long)]
-    pub out: PathBuf,
+    #[arg(long, required_unless_present = "dry_run")]
+    pub out: Option<PathBuf>,
     /// Worker threads [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
@@ -32,6 +32,10 @@ pub struct SweepArgs {
     /// Print nothing but errors and the final table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Validate the sweep and print the runs it would do (id, policy, scenario
+    /// parameters, seed; `done` for runs already in --out), then stop: nothing is written.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Args)]
@@ -42,6 +46,9 @@ pub struct MergeArgs {
     /// Output folder for the combined sweep (may be one of the shard folders).
     #[arg(long)]
     pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
@@ -56,7 +63,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     }
     let shard = args.shard.unwrap_or(Shard::ALL);
     let plan = sweep.plan();
-    exec::write_plan(&args.out, &plan)?;
+    let Some(out) = args.out.as_deref().filter(|_| !args.dry_run) else {
+        print_plan(&sweep, &plan, shard, args.out.as_deref());
+        return Ok(ExitCode::SUCCESS);
+    };
+    exec::write_plan(out, &plan)?;
     let mine: Vec<_> = plan
         .points
         .iter()
@@ -66,7 +77,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let todo: Vec<_> = mine
         .iter()
-        .filter(|p| !exec::is_done(&args.out, p))
+        .filter(|p| !exec::is_done(out, p))
         .copied()
         .collect();
     let skipped = mine.len() - todo.len();
@@ -74,7 +85,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     if skipped > 0 {
         bar.println(format!(
             "{skipped} finished runs found in {}: skipped",
-            args.out.display()
+            out.display()
         ));
     }
     let pool = rayon::ThreadPoolBuilder::new()
@@ -84,7 +95,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     pool.install(|| {
         todo.par_iter().try_for_each(|p| {
-            exec::run_point(&sweep, p, &args.out)?;
+            exec::run_point(&sweep, p, out)?;
             bar.inc(1);
             anyhow::Ok(())
         })
@@ -104,20 +115,55 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
                 "shard {}/{} done in {}; combine the shards with `dlsim merge`",
                 shard.index,
                 shard.count,
-                args.out.display()
+                out.display()
             );
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let view = exec::finish(&args.out, &plan)?;
-    print_view(&view, &args.out);
+    let view = exec::finish(out, &plan)?;
+    print_view(&view, out);
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn merge(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let view = exec::merge(&args.shards, &args.out)?;
-    print_view(&view, &args.out);
+    if !args.quiet {
+        print_view(&view, &args.out);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--dry-run`: one line per run of this shard, as a tab-separated table.
+fn print_plan(sweep: &Sweep, plan: &Plan, shard: Shard, out: Option<&Path>) {
+    let mine: Vec<_> = plan
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| shard.contains(*j))
+        .map(|(_, p)| p)
+        .collect();
+    let done = |p: &Point| out.is_some_and(|o| exec::is_done(o, p));
+    let n_done = mine.iter().filter(|p| done(p)).count();
+    let place = out.map_or(String::new(), |o| format!(" in {}", o.display()));
+    println!(
+        "sweep `{}`: {} runs of {} (scenario {}; baseline {}), {n_done} already done{place}",
+        plan.name,
+        mine.len(),
+        plan.points.len(),
+        sweep.scenario_path.display(),
+        plan.baseline,
+    );
+    println!("id\tpolicy\tscenario_params\tseed\tstatus");
+    for p in mine {
+        let status = if done(p) { "done" } else { "todo" };
+        println!(
+            "{}\t{}\t{}\t{}\t{status}",
+            p.id,
+            p.policy,
+            p.group(),
+            p.seed
+        );
+    }
 }
 
 fn progress_bar(len: u64, quiet: bool) -> ProgressBar {

@@ -49,6 +49,9 @@ pub struct ImportArgs {
     /// Seed of the `import-<format>` stream that fills fields the source lacks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args)]
@@ -58,6 +61,9 @@ pub struct InspectArgs {
     /// Also write plots: PREFIX-arrivals, PREFIX-sizes, PREFIX-size-duration (.png, .svg).
     #[arg(long)]
     pub plot_out: Option<PathBuf>,
+    /// Print nothing but errors (with --plot-out: only write the plots).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args)]
@@ -77,6 +83,19 @@ pub struct GenArgs {
     /// Output file (JSON Lines).
     #[arg(long)]
     pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl TraceCommand {
+    pub fn quiet(&self) -> bool {
+        match self {
+            TraceCommand::Gen(a) => a.quiet,
+            TraceCommand::Import(a) => a.quiet,
+            TraceCommand::Inspect(a) => a.quiet,
+        }
+    }
 }
 
 pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
@@ -102,13 +121,17 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
                 "seed": a.seed,
                 "config": cfg,
             }));
-            write_trace(&a.out, &header, &jobs)?;
-            println!(
-                "wrote {} jobs over {} days to {}",
-                jobs.len(),
-                a.days,
-                a.out.display()
-            );
+            create_parent(&a.out)?;
+            write_trace(&a.out, &header, &jobs)
+                .with_context(|| format!("writing {}", a.out.display()))?;
+            if !a.quiet {
+                println!(
+                    "wrote {} jobs over {} days to {}",
+                    jobs.len(),
+                    a.days,
+                    a.out.display()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -121,7 +144,9 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         create_parent(&a.out)?;
         let report = dlsim_online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
             .map_err(|e| BadInput(e.to_string()))?;
-        print!("{report}");
+        if !a.quiet {
+            print!("{report}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let Some(format) = Format::parse(&a.format) else {
@@ -145,7 +170,9 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     };
     let imported =
         dlsim_importers::import(format, &a.input, &opts).map_err(|e| BadInput(e.to_string()))?;
-    print!("{}", imported.report);
+    if !a.quiet {
+        print!("{}", imported.report);
+    }
     if imported.jobs.is_empty() {
         return Err(BadInput(format!(
             "{}: no job could be imported (see the report above)",
@@ -170,6 +197,9 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             return Err(e).with_context(|| format!("writing {}", path.display()));
         }
     }
+    if a.quiet {
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("wrote {} jobs to {}", imported.jobs.len(), a.out.display());
     if let Some(path) = &a.cluster_out {
         println!("wrote {} nodes to {}", imported.nodes.len(), path.display());
@@ -188,13 +218,13 @@ fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
 
 fn inspect(a: &InspectArgs) -> anyhow::Result<ExitCode> {
     let trace = read_trace(&a.trace).map_err(|e| BadInput(e.to_string()))?;
-    print!("{}", dlsim_importers::inspect::inspect(&trace));
+    if !a.quiet {
+        print!("{}", dlsim_importers::inspect::inspect(&trace));
+    }
     if let Some(prefix) = &a.plot_out {
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
+        create_parent(prefix)?;
         let written = dlsim_importers::inspect::plot(&trace, prefix)?;
-        for p in written {
+        for p in written.iter().filter(|_| !a.quiet) {
             println!("wrote {}", p.display());
         }
     }

@@ -211,16 +211,47 @@ fn a_calibration_the_contract_cannot_use_is_one_readable_error() {
     assert_replay_rejected(&dir, &["cal.json", "models.dcn", "emb_dim"]);
 }
 
+/// A git checkout in a scratch folder holding what `calibrate` could overwrite: the shipped
+/// calibration (with its plots) and the repository's `.gitignore`.
+fn scratch_checkout(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name);
+    let cal = dir.join("reports/calibration");
+    std::fs::create_dir_all(&cal).unwrap();
+    for entry in std::fs::read_dir(repo().join("reports/calibration")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, cal.join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::copy(repo().join(".gitignore"), dir.join(".gitignore")).unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "checkout"]);
+    dir
+}
+
+/// `dlsim calibrate` with default flags once overwrote the shipped calibration, which the
+/// next build embedded (issue #20): it now writes to the ignored `reports/runs/calibration/`,
+/// and what it writes loads into a scenario.
 #[test]
-fn calibrate_quick_output_loads_into_a_scenario() {
-    let dir = scenario_with_truth("calibration-quick", r#"{ "calibration": "quick.json" }"#);
-    let o = dlsim(&[
-        "calibrate",
-        "--quick",
-        "--out",
-        path_str(&dir.join("quick.json")),
-    ]);
+fn calibrate_with_default_flags_leaves_the_checkout_clean_and_its_output_loads() {
+    let checkout = scratch_checkout("calibration-default-flags");
+    let o = dlsim_in(&checkout, &["calibrate", "--quick"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git(&checkout, &["status", "--porcelain"]),
+        "",
+        "git status clean"
+    );
+    let shipped = std::fs::read_to_string(checkout.join(calibration::SHIPPED_PATH)).unwrap();
+    assert_eq!(
+        shipped,
+        calibration::SHIPPED_JSON,
+        "shipped calibration untouched"
+    );
+    let written = checkout.join("reports/runs/calibration/calibration.json");
+    assert!(stderr(&o).contains("wrote reports/runs/calibration/calibration.json"));
+
+    let dir = scenario_with_truth("calibration-quick", r#"{ "calibration": "quick.json" }"#);
+    std::fs::copy(&written, dir.join("quick.json")).unwrap();
     let s = Scenario::load(&dir.join("scenario.json")).unwrap();
     let raw = dlsim_model::scenario::load_calibration(&dir.join("quick.json")).unwrap();
     for kind in ModelKind::ALL {
@@ -246,6 +277,73 @@ fn calibrate_quick_output_loads_into_a_scenario() {
             a.kind
         );
     }
+}
+
+/// `--bless` is the one way to replace the shipped calibration: it refuses a calibration the
+/// simulator cannot use (exit 2, field named, file unchanged), refuses to run outside a
+/// checkout, and otherwise writes the file and its plots where the binary embeds them from.
+#[test]
+fn bless_checks_the_calibration_before_replacing_the_shipped_one() {
+    let checkout = scratch_checkout("calibration-bless");
+    let shipped = checkout.join(calibration::SHIPPED_PATH);
+    let mut bad: serde_json::Value = serde_json::from_str(calibration::SHIPPED_JSON).unwrap();
+    bad["machine"]["bandwidth_mb_s"] = serde_json::json!(0.0);
+    std::fs::write(checkout.join("bad.json"), bad.to_string()).unwrap();
+    let o = dlsim_in(&checkout, &["calibrate", "--refit", "bad.json", "--bless"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("not blessed") && e.contains("machine.bandwidth_mb_s"),
+        "{e}"
+    );
+    assert_eq!(git(&checkout, &["status", "--porcelain"]), "?? bad.json\n");
+
+    let elsewhere = scratch("calibration-bless-elsewhere");
+    let o = dlsim_in(&elsewhere, &["calibrate", "--quick", "--bless"]);
+    assert_eq!(o.status.code(), Some(2), "--quick cannot be blessed");
+    let o = dlsim_in(
+        &elsewhere,
+        &["calibrate", "--refit", path_str(&shipped), "--bless"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("repository root"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    let o = dlsim_in(
+        &checkout,
+        &["calibrate", "--refit", calibration::SHIPPED_PATH, "--bless"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let blessed = std::fs::read_to_string(&shipped).unwrap();
+    assert_ne!(
+        blessed,
+        calibration::SHIPPED_JSON,
+        "the command line is recorded"
+    );
+    assert!(blessed.contains("--bless --refit"));
+    // A refit of the same measurements blesses the same truth, up to rounding.
+    let truth = calibration::load_truth(&blessed, &shipped).unwrap();
+    for (kind, p) in calibration::shipped_truth() {
+        let q = &truth[kind];
+        let pairs = [
+            (p.a_grad, q.a_grad),
+            (p.b_grad, q.b_grad),
+            (p.a_upd, q.a_upd),
+            (p.b_upd, q.b_upd),
+            (p.a_sync, q.a_sync),
+            (p.b_sync, q.b_sync),
+            (p.a_emb, q.a_emb),
+            (p.b_emb, q.b_emb),
+        ];
+        for (a, b) in pairs {
+            assert!((a - b).abs() <= 1e-9 * a.abs(), "{kind}: {a} vs {b}");
+        }
+    }
+    let status = git(&checkout, &["status", "--porcelain"]);
+    assert!(
+        status.contains(" M reports/calibration/default.json"),
+        "{status}"
+    );
 }
 
 /// The committed peer benchmark (`scripts/bench-kernel-vs-torch.sh`, issue #23) is a full run

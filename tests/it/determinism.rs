@@ -49,3 +49,28 @@ fn another_seed_changes_the_run() {
         "the seed must reach the hidden truth's per-job variation"
     );
 }
+
+/// `dlsim replay`'s progress bar reads the world every 1,024 events: the run it watches is
+/// byte-identical to an unwatched one, and the reports move forward.
+#[test]
+fn watching_progress_does_not_change_the_run() {
+    let path = repo().join("scenarios/quickstart.json");
+    let scenario = dlsim_model::Scenario::load(&path).unwrap();
+    let plain = dlsim_model::run(&scenario, dlsim_policies::build("static").unwrap());
+    let mut reports = Vec::new();
+    let watched = dlsim_model::run_with_progress(
+        &scenario,
+        dlsim_policies::build("static").unwrap(),
+        &mut |p| reports.push(p),
+    );
+    assert_eq!(plain.summary_json, watched.summary_json);
+    assert!(plain.jobs_csv == watched.jobs_csv && plain.timeline_csv == watched.timeline_csv);
+    assert_eq!(reports.len() as u64, plain.summary.events / 1024);
+    for w in reports.windows(2) {
+        assert!(w[0].now <= w[1].now && w[0].jobs_ended <= w[1].jobs_ended);
+        assert_eq!(w[1].events - w[0].events, 1024);
+    }
+    let last = reports.last().unwrap();
+    assert_eq!(last.jobs_total, 1974);
+    assert!(last.jobs_ended > 1000 && last.jobs_ended <= last.jobs_total);
+}

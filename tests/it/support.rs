@@ -8,11 +8,33 @@ pub fn repo() -> PathBuf {
 }
 
 pub fn dlsim(args: &[&str]) -> Output {
+    dlsim_in(&repo(), args)
+}
+
+/// Runs `dlsim` with `dir` as its working directory.
+pub fn dlsim_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dlsim"))
         .args(args)
-        .current_dir(repo())
+        .current_dir(dir)
         .output()
         .expect("dlsim runs")
+}
+
+/// Runs `git` in `dir` (identity set, so commits work on any machine); panics on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args([
+            "-c",
+            "user.name=dlsim-tests",
+            "-c",
+            "user.email=tests@dlsim.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    stdout(&o)
 }
 
 pub fn stderr(o: &Output) -> String {

@@ -209,3 +209,58 @@ fn sweep_merge_and_check_have_help() {
         assert!(stdout(&o).contains("Usage"), "{cmd} prints usage");
     }
 }
+
+/// `sweep --dry-run` lists the runs a sweep would do (the ids of the folders it writes) and
+/// writes nothing; after the sweep, the same command shows them done.
+#[test]
+fn dry_run_lists_the_runs_and_writes_nothing() {
+    let dir = scratch("sweep-dry-run");
+    let file = tiny_sweep(&dir, r#"["static", "es"]"#);
+    let out = dir.join("out");
+    let dry = |extra: &[&str]| {
+        let mut args = vec!["sweep", path_str(&file), "--dry-run"];
+        args.extend_from_slice(extra);
+        let o = dlsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let listed = dry(&["--out", path_str(&out)]);
+    assert!(!out.exists(), "a dry run writes nothing");
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(2)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        8,
+        "2 policies x 2 fault rates x 2 seeds:\n{listed}"
+    );
+    assert!(
+        rows.iter().all(|r| r.len() == 5 && r[4] == "todo"),
+        "{listed}"
+    );
+    assert!(rows
+        .iter()
+        .any(|r| r[1] == "es" && r[2] == "faults.pod_failure_per_day=0.5"));
+    assert_eq!(
+        dry(&[]),
+        listed.replace(&format!(" in {}", path_str(&out)), "")
+    );
+
+    sweep(&[path_str(&file), "--out", path_str(&out)]);
+    let mut ids: Vec<String> = rows.iter().map(|r| r[0].to_string()).collect();
+    let mut written: Vec<String> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    written.sort();
+    assert_eq!(ids, written, "the ids listed are the run folders written");
+    let again = dry(&["--out", path_str(&out)]);
+    assert!(again.contains("8 already done"), "{again}");
+    assert!(
+        again.lines().skip(2).all(|l| l.ends_with("\tdone")),
+        "{again}"
+    );
+}

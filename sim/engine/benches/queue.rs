@@ -1,6 +1,6 @@
 //! Push/pop throughput of the event queue at steady-state sizes from 1e3 to 1e6.
 //! Each iteration pops the earliest event and pushes one later event, the hold model
-//! of a running simulation. Run: `cargo bench -p dlsim-engine`.
+//! of a running simulation. Run: `cargo bench -p dlsim-engine --features bench`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dlsim_engine::{EventQueue, RngStreams, SimTime};

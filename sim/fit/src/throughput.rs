@@ -95,7 +95,7 @@ impl PartTimes {
 }
 
 /// Fitted coefficients of the DLRover-RM model; all are `>= 0`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThroughputParams {
     pub a_grad: f64,
     pub b_grad: f64,

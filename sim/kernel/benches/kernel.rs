@@ -4,7 +4,7 @@
 //! `memory/gather_table_3m_rows_d16` (and `gather_ps_*`, through the PS path) vs `memory/stream_copy_64mib` is the gather's share of
 //! the machine's copy bandwidth (issue target: at least 25%).
 //!
-//! Run briefly: `cargo bench -p dlsim-kernel --bench kernel -- --warm-up-time 1 --measurement-time 3`.
+//! Run briefly: `cargo bench -p dlsim-kernel --features bench --bench kernel -- --warm-up-time 1 --measurement-time 3`.
 
 use std::collections::HashMap;
 

@@ -12,7 +12,7 @@ struct Cli {
 }
 
 fn main() -> std::process::ExitCode {
-    match run_cli(&Cli::parse().args) {
+    match run_cli(&Cli::parse().args, None) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

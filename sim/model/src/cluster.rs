@@ -14,7 +14,9 @@ use crate::Resources;
 use serde::{Deserialize, Serialize};
 
 /// How a pod chooses its node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Placement {
     /// The lowest-numbered node that fits.

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FaultConfig {
     /// Probability that a given pod fails within a day of running (exponential lifetimes).
@@ -42,7 +42,7 @@ pub struct FaultConfig {
 }
 
 /// One pod whose CPU an experiment cuts ([`FaultConfig::slow_pods`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowPod {
     /// The job's id in the trace.
@@ -55,7 +55,9 @@ pub struct SlowPod {
 }
 
 /// What co-located services do to a training pod when their demand leaves it no room.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ColocationAction {
     /// The kubelet evicts low-priority training pods until the services fit.
@@ -69,7 +71,7 @@ pub enum ColocationAction {
 /// services use `trough + (peak - trough) * (1 + cos(2 pi (t - peak_hour) / 1 day)) / 2`
 /// of the node's CPU and memory (the peak is at `peak_hour`), times a per-node lognormal
 /// factor redrawn at every update (sigma `noise_sigma`), capped at the node.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ColocationConfig {
     /// Share of nodes hosting services; 0 = off.
@@ -106,7 +108,7 @@ impl ColocationConfig {
 }
 
 /// How elastic changes are carried out and what they cost (DLRover-RM Sec. 2 and 5).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ElasticityConfig {
     /// Seamless migration: new pods start while the old ones train. Off = every migration
@@ -250,7 +252,7 @@ impl FaultConfig {
 }
 
 /// How failed pods come back, and what checkpoints cost.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecoveryConfig {
     /// Relaunches allowed per role (PS, worker) before the job fails (DLRover: 3, cap 5).

@@ -5,7 +5,7 @@ use crate::metrics::{self, Summary, SummaryInputs};
 use crate::policy::Policy;
 use crate::world::{Event, World};
 use crate::Scenario;
-use dlsim_engine::EventQueue;
+use dlsim_engine::{EventQueue, SimTime};
 use std::path::Path;
 
 /// Everything a replay produces.
@@ -19,11 +19,46 @@ pub struct RunOutput {
     pub world: World,
 }
 
+/// Where a replay stands, for progress reports ([`run_with_progress`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub now: SimTime,
+    pub events: u64,
+    pub jobs_ended: usize,
+    pub jobs_total: usize,
+    pub horizon: Option<SimTime>,
+}
+
+/// Events between two progress reports: rare enough to cost nothing, frequent enough
+/// (well under a second of a debug build) for a live progress bar.
+const PROGRESS_EVERY: u64 = 1 << 10;
+
 /// Replays `scenario` under `policy`. Cannot fail: the scenario was validated on load.
 pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
+    run_with_progress(scenario, policy, &mut |_| {})
+}
+
+/// [`run`], reporting [`Progress`] every few thousand events. The report only reads the
+/// world: outputs are the same as [`run`]'s.
+pub fn run_with_progress(
+    scenario: &Scenario,
+    policy: Box<dyn Policy>,
+    progress: &mut dyn FnMut(Progress),
+) -> RunOutput {
     let mut queue: EventQueue<Event> = EventQueue::with_capacity(1 << 16);
     let mut world = World::new(scenario, policy, &mut queue);
-    let (events, last) = dlsim_engine::run(&mut world, &mut queue);
+    let jobs_total = scenario.job_count();
+    let horizon = scenario.file.horizon_s.map(SimTime::from_secs);
+    let (events, last) =
+        dlsim_engine::run_observed(&mut world, &mut queue, PROGRESS_EVERY, |w, now, events| {
+            progress(Progress {
+                now,
+                events,
+                jobs_ended: w.tally.ended(),
+                jobs_total,
+                horizon,
+            })
+        });
     world.finish(last);
     let name = if scenario.file.name.is_empty() {
         scenario

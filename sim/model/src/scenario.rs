@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The scenario file as written by a user. Paths are relative to the scenario's folder.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     #[serde(default)]
@@ -58,7 +58,7 @@ fn default_timeline_s() -> u64 {
     300
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     #[serde(default)]
@@ -71,7 +71,7 @@ pub struct ClusterSpec {
 }
 
 /// "20 x 32-core 192 GB" as data.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeGroup {
     pub count: u32,
@@ -89,7 +89,7 @@ pub struct NodeGroup {
 /// pending time growing with requested CPU; the slope and base are assumptions sized so a
 /// 16-core pod takes ~1.5 min and a 32-core pod ~2.5 min (DLRover-RM: 5-10 min when the
 /// image and data must be fetched as well, which the policy-level restart costs add).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PodSettings {
     pub start_base_s: f64,
@@ -106,7 +106,7 @@ impl Default for PodSettings {
 }
 
 /// What policies observe: noisy samples of the truth.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ObservationSettings {
     /// Coefficient of variation of multiplicative noise on observed throughput and usage.
@@ -125,7 +125,7 @@ impl Default for ObservationSettings {
 }
 
 /// Knobs of the hidden ground truth.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TruthSettings {
     /// Each job's alphas are the kind's, times a lognormal factor with this sigma, so no
@@ -166,6 +166,18 @@ impl Serialize for CalibrationSource {
             CalibrationSource::Shipped => s.serialize_str("shipped"),
             CalibrationSource::File(p) => p.serialize(s),
         }
+    }
+}
+
+impl schemars::JsonSchema for CalibrationSource {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CalibrationSource".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"shipped\" (the embedded kernel calibration), \"builtin\" or null (hand-set defaults), or the path of a `dlsim calibrate` output",
+            "type": ["string", "null"]
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::metrics::OnlineSummary;
 use crate::policy;
-use crate::run::{run, traffic_for};
+use crate::run::{run_with_progress, traffic_for};
 use crate::scenario::{is_online_text, load};
 use dlsim_engine::RngStreams;
 use dlsim_model::metrics::write_atomic;
@@ -57,13 +57,15 @@ pub fn split_policies(list: &str) -> Vec<String> {
     out
 }
 
-/// `dlsim replay SCENARIO [--policy P[,P2...]] [--seed S] [--out DIR] [--quiet]`.
+/// `dlsim replay SCENARIO [--policy P[,P2...]] [--seed S] [--out DIR] [--quiet]`;
+/// `progress` hears from each run every 1,024 events (the command line's progress bar).
 pub fn replay(
     path: &Path,
     policy_arg: Option<&str>,
     seed: Option<u64>,
     out: Option<&Path>,
     quiet: bool,
+    progress: &mut dyn FnMut(dlsim_model::Progress),
 ) -> Result<(), CliError> {
     let wall = Instant::now();
     let mut sc = load(path).map_err(|e| CliError::Input(e.to_string()))?;
@@ -108,7 +110,7 @@ pub fn replay(
             base.clone()
         };
         let start = Instant::now();
-        let output = run(&sc, traffic.clone(), p);
+        let output = run_with_progress(&sc, traffic.clone(), p, progress);
         let sim_s = start.elapsed().as_secs_f64();
         write_outputs(
             &dir,

@@ -31,6 +31,20 @@ pub fn traffic_for(sc: &OnlineScenario, streams: &RngStreams) -> Result<Traffic,
 
 /// Runs `sc` under `policy`; `traffic` comes from [`traffic_for`] with the same seed.
 pub fn run(sc: &OnlineScenario, traffic: Traffic, policy: Box<dyn OnlinePolicy>) -> OnlineOutput {
+    run_with_progress(sc, traffic, policy, &mut |_| {})
+}
+
+/// Events between two progress reports (a day of 15 s steps is ~6k events).
+const PROGRESS_EVERY: u64 = 1 << 10;
+
+/// [`run`], reporting progress (simulated time out of the horizon) every 1,024 events; the
+/// report only reads the clock, so outputs are the same as [`run`]'s.
+pub fn run_with_progress(
+    sc: &OnlineScenario,
+    traffic: Traffic,
+    policy: Box<dyn OnlinePolicy>,
+    progress: &mut dyn FnMut(dlsim_model::Progress),
+) -> OnlineOutput {
     let f = &sc.file;
     let streams = RngStreams::new(f.seed);
     let truth = Truth::perturbed(
@@ -65,7 +79,17 @@ pub fn run(sc: &OnlineScenario, traffic: Traffic, policy: Box<dyn OnlinePolicy>)
     );
     let mut queue = EventQueue::new();
     queue.push(SimTime::ZERO, Event::Tick);
-    let (events, _) = dlsim_engine::run(&mut world, &mut queue);
+    let horizon = Some(SimTime::from_secs(sc.horizon_s()));
+    let (events, _) =
+        dlsim_engine::run_observed(&mut world, &mut queue, PROGRESS_EVERY, |_, now, events| {
+            progress(dlsim_model::Progress {
+                now,
+                events,
+                jobs_ended: 0,
+                jobs_total: 1,
+                horizon,
+            })
+        });
     let lead = (f.rescale.total_s() / 60.0).ceil() as usize;
     let mape: serde_json::Map<String, serde_json::Value> =
         forecast::evaluate(&world.observed, lead, 5)

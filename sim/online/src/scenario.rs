@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The parsed scenario file. Every field except `kind`, `name` and `policy` has a default.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OnlineFile {
     pub kind: String,
@@ -51,8 +51,9 @@ fn slo_default() -> f64 {
 }
 
 /// A dedicated cluster: workers on GPU nodes (one GPU each), PS on CPU nodes.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(rename = "OnlineClusterSpec")]
 pub struct ClusterSpec {
     pub gpu_nodes: u32,
     pub gpus_per_node: u32,
@@ -73,7 +74,7 @@ impl Default for ClusterSpec {
 }
 
 /// Synchronous (Eq. 4) or asynchronous (Eq. 6) PS training.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TrainMode {
     Sync,
@@ -81,8 +82,9 @@ pub enum TrainMode {
 }
 
 /// The online job and its hidden throughput truth.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(rename = "OnlineJobSpec")]
 pub struct JobSpec {
     pub mode: TrainMode,
     /// Workers per PS (Kale keeps w/p constant; its experiments use 1).
@@ -115,7 +117,7 @@ impl Default for JobSpec {
 }
 
 /// Where the total arrival rate comes from.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrafficSpec {
     /// `None`: the built-in diurnal generator. `Some(path)`: a rate-series CSV (from
@@ -165,7 +167,7 @@ impl Default for TrafficSpec {
 }
 
 /// How a change of worker count is carried out, and what each phase costs.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RescaleMode {
     /// Stop and restart: every pod reloads, training stops until all are back (Kale's cost).
@@ -174,7 +176,7 @@ pub enum RescaleMode {
     Rolling,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RescaleSpec {
     pub mode: RescaleMode,
@@ -207,7 +209,7 @@ impl RescaleSpec {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ObservationSpec {
     /// Sigma of the multiplicative noise on each scraped pod metric.

@@ -3,7 +3,7 @@
 //! the default coordinate ascent, the one-step neighbours of `nsga=off`, and the exhaustive
 //! front they are checked against).
 //! The job is a Wide&Deep job on 8 workers x 4 cores and 2 PS x 8 cores with 64 profile
-//! samples, as in the quickstart replay. Run: `cargo bench -p dlsim-policies`.
+//! samples, as in the quickstart replay. Run: `cargo bench -p dlsim-policies --features bench`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use dlsim_engine::{RngStreams, SimTime};

@@ -70,7 +70,7 @@ use plan::Search;
 use warm::{ConfigDb, DbEntry};
 
 use crate::nsga2;
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
 use dlsim_model::job::Role;
@@ -169,23 +169,30 @@ pub struct Dlrover {
     spec: String,
 }
 
+/// `dlrover`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "dlrover",
+    summary: "DLRover-RM: warm start, throughput-model fit + Pareto search, weighted greedy, instability handling",
+    params: &[
+        param("warm_start", "on/off", "on", "stage 1: start a job from the most similar completed jobs (off: the user's request)"),
+        param("nsga", "on/off", "on", "off: search only the one-step neighbours of the current configuration (the paper's ablation)"),
+        param("search", "coord|nsga|exact", "coord", "how the Pareto front is searched: coordinate ascent, the paper's NSGA-II, or exhaustive (slow)"),
+        param("post", "on/off", "on", "stage 3: hot-PS migration, OOM prediction, memory doubled after an OOM kill"),
+        param("rho", "number", "2.5", "greedy weight of nearness to completion: WG = 1 / (remaining time + eps)^rho"),
+        param("mu", "number in (0, 1)", "0.5", "warm start: exponential smoothing over the top-k similar jobs"),
+        param("interval_s", "number >= 1", "180", "auto-scaling interval (s)"),
+        param("seed", "number", "7", "seed of the NSGA-II random stream"),
+        param("min_eff", "number", "0.5", "a plan's gain per extra core must reach this share of the job's throughput per core"),
+        param("quota", "number", "4", "a job's cores stay within quota x its requested cores"),
+        param("history", "path", "-", "pre-load the warm-start database from an earlier run's jobs.csv (default: empty)"),
+        param("pop", "number 4..=1000", "20", "NSGA-II population (search=nsga)"),
+        param("gens", "number 1..=1000", "12", "NSGA-II generations (search=nsga)"),
+    ],
+};
+
 impl Dlrover {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&[
-            "warm_start",
-            "nsga",
-            "post",
-            "rho",
-            "mu",
-            "interval_s",
-            "search",
-            "seed",
-            "min_eff",
-            "quota",
-            "history",
-            "pop",
-            "gens",
-        ])?;
+        spec.only(&DOC.param_names())?;
         let bad = |key: &str, why: &str| spec.bad_value(key, why);
         let interval_s = spec.f64_or("interval_s", 180.0)?;
         if interval_s < 1.0 {

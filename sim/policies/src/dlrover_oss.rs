@@ -30,7 +30,7 @@
 
 pub mod rules;
 
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
@@ -191,9 +191,20 @@ pub struct DlroverOss {
     timers: BTreeSet<(SimTime, u64)>,
 }
 
+/// `dlrover-oss`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "dlrover-oss",
+    summary: "what the open-source DLRover master runs: its local resource optimizer and PS auto-scaler, every 30 s",
+    params: &[
+        param("limit_cpu", "number > 0", "100", "the job's CPU limit (cores) its pods are sized within"),
+        param("limit_mem_mb", "number > 0", "102400", "the job's memory limit (MB)"),
+        param("keep_user", "on|off", "on", "keep the worker and PS counts and PS resources the trace sets (off: the optimizer picks the counts)"),
+    ],
+};
+
 impl DlroverOss {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["limit_cpu", "limit_mem_mb", "keep_user"])?;
+        spec.only(&DOC.param_names())?;
         let limits = Limits {
             cpu: spec.f64_or("limit_cpu", 100.0)?,
             mem_mb: spec.f64_or("limit_mem_mb", 102_400.0)?,

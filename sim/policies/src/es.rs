@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::optimus::FreeNodes;
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
@@ -159,18 +159,25 @@ pub struct Es {
     watch: BTreeSet<u64>,
 }
 
+/// `es`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "es",
+    summary: "Elastic Scheduler (MLSys'20): add workers while scaling efficiency exceeds theta; replace stragglers",
+    params: &[
+        param("theta", "number", "0.3", "keep adding workers while one more brings more than theta of a worker's throughput"),
+        param("spawn", "count 1..=1000", "-", "workers per step for every model kind (the per-kind keys win; default: per kind)"),
+        param("spawn_wd", "count 1..=1000", "4", "Wide&Deep: workers per step"),
+        param("spawn_xdfm", "count 1..=1000", "1", "xDeepFM: workers per step"),
+        param("spawn_dcn", "count 1..=1000", "2", "DCN: workers per step"),
+        param("start", "request|spawn", "request", "initial workers: the user's count, or one step (DLRover's cold start)"),
+        param("interval_s", "number >= 1", "180", "decision interval (s)"),
+        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation)"),
+    ],
+};
+
 impl Es {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&[
-            "theta",
-            "spawn",
-            "spawn_wd",
-            "spawn_xdfm",
-            "spawn_dcn",
-            "start",
-            "interval_s",
-            "max_cores",
-        ])?;
+        spec.only(&DOC.param_names())?;
         // `spawn` sets every kind; the per-kind keys win over it.
         let all = spec
             .params

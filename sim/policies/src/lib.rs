@@ -13,7 +13,7 @@ pub mod spec;
 pub mod static_policy;
 pub mod well_tuned;
 
-pub use spec::{PolicySpec, SpecError};
+pub use spec::{param, render_docs, ParamDoc, PolicyDoc, PolicySpec, SpecError};
 
 use dlsim_model::policy::Policy;
 
@@ -25,6 +25,16 @@ pub const POLICY_NAMES: &[&str] = &[
     "optimus",
     "es",
     "well-tuned",
+];
+
+/// Every policy's parameters, in [`POLICY_NAMES`] order (`dlsim policies`).
+pub const POLICY_DOCS: &[&PolicyDoc] = &[
+    &static_policy::DOC,
+    &dlrover::DOC,
+    &dlrover_oss::DOC,
+    &optimus::DOC,
+    &es::DOC,
+    &well_tuned::DOC,
 ];
 
 /// Builds a policy from its spec string.

@@ -33,7 +33,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_fit::{OptimusObs, OptimusParams};
 use dlsim_model::policy::{
@@ -115,18 +115,25 @@ pub struct Optimus {
     jobs: BTreeMap<u64, JobState>,
 }
 
+/// `optimus`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "optimus",
+    summary: "Optimus (EuroSys'18): fitted speed function, greedy by time saved per dominant share, stop-and-restart rescaling",
+    params: &[
+        param("interval_s", "number >= 1", "180", "decision interval (s)"),
+        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation)"),
+        param("wd_ps", "count 1..=1000", "2", "Wide&Deep: PS per step (a new job launches at one step)"),
+        param("wd_workers", "count 1..=1000", "4", "Wide&Deep: workers per step"),
+        param("xdfm_ps", "count 1..=1000", "1", "xDeepFM: PS per step"),
+        param("xdfm_workers", "count 1..=1000", "1", "xDeepFM: workers per step"),
+        param("dcn_ps", "count 1..=1000", "1", "DCN: PS per step"),
+        param("dcn_workers", "count 1..=1000", "2", "DCN: workers per step"),
+    ],
+};
+
 impl Optimus {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&[
-            "interval_s",
-            "max_cores",
-            "wd_ps",
-            "wd_workers",
-            "xdfm_ps",
-            "xdfm_workers",
-            "dcn_ps",
-            "dcn_workers",
-        ])?;
+        spec.only(&DOC.param_names())?;
         let interval_s = spec.f64_or("interval_s", 180.0)?;
         if interval_s < 1.0 {
             return Err(spec.bad_value("interval_s", "must be >= 1"));

@@ -3,6 +3,10 @@
 //! Parameters are kept in a `BTreeMap`, so a spec's canonical form (used in outputs) lists
 //! them in a fixed order. Each policy takes the keys it knows and rejects the rest, so a
 //! typo in an ablation sweep is an error, not a silently ignored knob.
+//!
+//! The keys a policy takes are those of its [`PolicyDoc`] (each policy file's `DOC`), which
+//! also gives each one's type, default and meaning: `dlsim policies` and `dlsim replay
+//! --help` print these docs, so what is listed is exactly what is accepted.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +29,73 @@ pub enum SpecError {
         value: String,
         why: String,
     },
+}
+
+/// One parameter of a policy, as `dlsim policies` lists it.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamDoc {
+    pub name: &'static str,
+    /// The values it takes, e.g. `number`, `on/off`, `static|dynamic`.
+    pub kind: &'static str,
+    /// The value used when the key is absent, as it would be written in a spec; `-` when
+    /// absent means something no value spells (e.g. "derived from the run").
+    pub default: &'static str,
+    /// One line: what it changes.
+    pub meaning: &'static str,
+}
+
+/// A policy's name, one-line summary and parameters: the registry entry that both
+/// documents the policy and bounds the keys its spec accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyDoc {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: &'static [ParamDoc],
+}
+
+impl PolicyDoc {
+    /// The parameter names, in the documented order.
+    pub fn param_names(&self) -> Vec<&'static str> {
+        self.params.iter().map(|p| p.name).collect()
+    }
+}
+
+/// Shorthand for a [`ParamDoc`] in the policies' `DOC` tables.
+pub const fn param(
+    name: &'static str,
+    kind: &'static str,
+    default: &'static str,
+    meaning: &'static str,
+) -> ParamDoc {
+    ParamDoc {
+        name,
+        kind,
+        default,
+        meaning,
+    }
+}
+
+/// Renders docs as the text `dlsim policies` prints: per policy its summary, then per
+/// parameter `key=VALUES [default: X]` and its meaning on the next line.
+pub fn render_docs(docs: &[&PolicyDoc]) -> String {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str(&format!("\n{}: {}\n", d.name, d.summary));
+        if d.params.is_empty() {
+            out.push_str("  (no parameters)\n");
+        }
+        for p in d.params {
+            let default = match p.default {
+                "-" => String::new(),
+                x => format!("  [default: {x}]"),
+            };
+            out.push_str(&format!(
+                "  {}={}{default}\n      {}\n",
+                p.name, p.kind, p.meaning
+            ));
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@
 //! saves a checkpoint and restarts it with the same configuration on fresh pods. Once per
 //! job: a restart that did not help is not repeated.
 
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
@@ -28,9 +28,20 @@ pub struct Static {
     watched: BTreeMap<u64, bool>,
 }
 
+/// `static`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "static",
+    summary: "the user's own configuration for the job's whole life (the papers' \"w/o DLRover\" baseline)",
+    params: &[
+        param("sharding", "static|dynamic", "static", "dynamic: feed data through DLRover's dynamic shard queues (what dynamic sharding alone buys)"),
+        param("slow", "ignore|restart", "ignore", "restart: stop a job and restart it on fresh pods once one of its pods is saturated (DLRover-RM Figs. 12-13), once per job"),
+        param("interval_s", "number 1..=86400", "180", "how often slow=restart looks at each job's pods (s)"),
+    ],
+};
+
 impl Static {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["sharding", "slow", "interval_s"])?;
+        spec.only(&DOC.param_names())?;
         let sharding = match spec.params.get("sharding").map(String::as_str) {
             None | Some("static") => Sharding::Static,
             Some("dynamic") => Sharding::Dynamic,

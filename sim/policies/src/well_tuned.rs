@@ -31,7 +31,7 @@
 //! constants. Jobs without PS (imported all-reduce jobs) run as requested.
 
 use crate::optimus::ps_mem_mb_for;
-use crate::spec::{PolicySpec, SpecError};
+use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_fit::ThroughputParams;
 use dlsim_model::perf::{self, PerfInputs};
 use dlsim_model::policy::{Action, ClusterView, JobConfig, JobRequest, JobView, Policy};
@@ -212,9 +212,19 @@ pub struct WellTuned {
     truth: Option<TruthSettings>,
 }
 
+/// `well-tuned`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "well-tuned",
+    summary: "ORACLE: the best static configuration found on the hidden truth, within each job's budget",
+    params: &[
+        param("tol", "number in [0, 0.5)", "0.01", "among configurations within tol of the best throughput, take the fewest cores"),
+        param("budget", "request|cores >= 1", "request", "per-job budget: the user's request, or this many cores (200: the papers' single-job setting)"),
+    ],
+};
+
 impl WellTuned {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
-        spec.only(&["tol", "budget"])?;
+        spec.only(&DOC.param_names())?;
         let tol = spec.f64_or("tol", 0.01)?;
         if !(0.0..0.5).contains(&tol) {
             return Err(spec.bad_value("tol", "must be in [0, 0.5)"));

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 const DAY_S: f64 = 86_400.0;
 
 /// Knobs of the generator. Defaults reproduce the papers' published job profile.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct GeneratorConfig {
     pub days: f64,

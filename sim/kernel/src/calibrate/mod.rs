@@ -44,13 +44,29 @@ pub struct CalibrateArgs {
     /// trying a change of the fit on the same data.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "threads"])]
     pub refit: Option<PathBuf>,
-    /// Output JSON; plots are written next to it as `<stem>_<kind>.png` and `.svg`.
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "reports/calibration/default.json"
-    )]
-    pub out: PathBuf,
+    /// Output JSON; plots are written next to it as `<stem>_<kind>.png` and `.svg`
+    /// [default: reports/runs/calibration/calibration.json, an ignored folder].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace the shipped calibration (`reports/calibration/default.json`, embedded in the
+    /// binary at the next build) with this one, once it passes the simulator's checks; run
+    /// from the repository root. The only way this command writes a tracked file.
+    #[arg(long, conflicts_with_all = ["out", "quick"])]
+    pub bless: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Where `dlsim calibrate` writes without `--out` or `--bless`: an ignored folder, so a
+/// calibration never replaces the shipped one by accident.
+pub const DEFAULT_OUT: &str = "reports/runs/calibration/calibration.json";
+
+/// What `--bless` needs from the simulator, which this crate cannot see: where the shipped
+/// calibration lives and the check it must pass (the unit contract of `dlsim_model`).
+pub struct Bless<'a> {
+    pub shipped: &'a Path,
+    pub validate: &'a dyn Fn(&str) -> Result<(), String>,
 }
 
 /// Held-out error at one shape of the grid.
@@ -485,13 +501,32 @@ impl std::fmt::Display for BadArgs {
 
 impl std::error::Error for BadArgs {}
 
-/// Entry point of `dlsim calibrate`.
-pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
+/// Entry point of `dlsim calibrate`. `bless` is `None` where the simulator's checks are not
+/// at hand (the kernel's own example), and `--bless` is then refused.
+pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()> {
     let threads = args.threads.unwrap_or(if args.quick { 2 } else { 4 });
     if !(1..=64).contains(&threads) {
         let msg = format!("--threads must be between 1 and 64, got {threads}");
         return Err(BadArgs(msg).into());
     }
+    let out = match (&bless, args.bless) {
+        (_, false) => args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT)),
+        (None, true) => {
+            let msg = "--bless: use `dlsim calibrate --bless`, which checks the file first";
+            return Err(BadArgs(msg.into()).into());
+        }
+        (Some(b), true) if !b.shipped.is_file() => {
+            let msg = format!(
+                "--bless replaces {0}, which is not here: run it from the repository root",
+                b.shipped.display()
+            );
+            return Err(BadArgs(msg).into());
+        }
+        (Some(b), true) => b.shipped.to_path_buf(),
+    };
     let plan = if args.quick {
         Plan::quick(threads)
     } else {
@@ -504,7 +539,16 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
     if let Some(t) = args.threads {
         command.push_str(&format!(" --threads {t}"));
     }
-    command.push_str(&format!(" --out {}", args.out.display()));
+    if args.bless {
+        command.push_str(" --bless");
+    } else {
+        command.push_str(&format!(" --out {}", out.display()));
+    }
+    let say = |line: &str| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
     let cal = match &args.refit {
         Some(path) => {
             let refit = |cal: anyhow::Result<Calibration>| {
@@ -520,10 +564,10 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
             );
             cal
         }
-        None => run(&plan, &command, |line| eprintln!("{line}"))?,
+        None => run(&plan, &command, say)?,
     };
     for (kind, r) in &cal.fit {
-        eprintln!(
+        say(&format!(
             "{kind}: rmsle {:.3}, held-out MAPE {:.1}% ({} points), held-out shapes {:.1}% ({} points); \
              at the reference shape: paper form {:.1}%, totals fit {:.1}%, Optimus {:.1}%",
             r.rmsle,
@@ -534,58 +578,31 @@ pub fn run_cli(args: &CalibrateArgs) -> anyhow::Result<()> {
             r.reference_mape,
             r.totals_fit_heldout_mape,
             r.optimus_mape
-        );
+        ));
     }
     if !cal.reference.inside_grid {
-        eprintln!(
+        say(&format!(
             "note: the reference shape m={} D={} lies outside this grid; the fit is extrapolated there",
             cal.reference.batch, cal.reference.emb_dim
-        );
+        ));
     }
-    for p in write_outputs(&cal, &args.out)? {
-        eprintln!("wrote {}", p.display());
+    if let Some(b) = bless.filter(|_| args.bless) {
+        // The same text that will be written, checked as the simulator will read it once
+        // embedded: a calibration it cannot use is never blessed.
+        let json = serde_json::to_string_pretty(&cal)? + "\n";
+        (b.validate)(&json).map_err(|e| {
+            let msg = format!(
+                "not blessed ({} is unchanged): the new calibration fails the simulator's check: {e}",
+                out.display()
+            );
+            BadArgs(msg)
+        })?;
+    }
+    for p in write_outputs(&cal, &out)? {
+        say(&format!("wrote {}", p.display()));
+    }
+    if args.bless {
+        say("blessed: rebuild dlsim to embed it, and commit it with reports/calibration/README.md updated");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tiny_calibration_fits_writes_and_reads_back() {
-        let cal = run(&Plan::tiny(), "test", |_| {}).unwrap();
-        assert_eq!(cal.measurements.len(), cal.grid.len());
-        let p = cal.kinds["wide_deep"];
-        assert!(p.a_grad > 0.0, "{p:?}");
-        let f = &cal.fit["wide_deep"];
-        assert!(f.heldout_mape.is_finite() && f.n_heldout > 0);
-        let dir = std::env::temp_dir().join(format!("dlsim-cal-{}", std::process::id()));
-        let out = dir.join("cal.json");
-        let written = write_outputs(&cal, &out).unwrap();
-        assert!(written.iter().all(|p| p.exists()), "{written:?}");
-        let back = read(&out).unwrap();
-        // serde_json's default float parsing may differ in the last bit; compare predictions.
-        let c = cal.measurements[0].config;
-        let (x, y) = (back.kinds["wide_deep"].throughput(&c), p.throughput(&c));
-        assert!((x - y).abs() <= 1e-9 * y, "{x} vs {y}");
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        assert_eq!(v["format"], "dlsim-calibration");
-        assert_eq!(v["version"], VERSION);
-        assert!(v["shape_fit"]["wide_deep"]["grad_mlp"].is_number());
-        assert!(f.n_heldout_shape > 0 && f.heldout_shape_mape.is_finite());
-        assert!(v["kinds"]["wide_deep"]["a_emb"].is_number());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn wrong_version_is_rejected() {
-        let dir = std::env::temp_dir().join(format!("dlsim-cal-v-{}", std::process::id()));
-        let out = dir.join("bad.json");
-        write_atomic(&out, br#"{"format":"dlsim-calibration","version":99}"#).unwrap();
-        let e = format!("{:#}", read(&out).unwrap_err());
-        assert!(e.contains("version 99"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -6,7 +6,7 @@
 use super::{num, OnlinePolicy, OnlineView};
 use crate::throughput::{fit_and_score, FitForm};
 use dlsim_engine::SimTime;
-use dlsim_policies::{PolicySpec, SpecError};
+use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 
 pub struct Adequate {
     spec: String,
@@ -16,9 +16,19 @@ pub struct Adequate {
     decided: bool,
 }
 
+/// `adequate`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "adequate",
+    summary: "static provisioning for the run's true peak rate (Kale's \"Adequate Resources\"; reads the peak through the oracle view)",
+    params: &[
+        param("workers", "number >= 1", "-", "hold this many workers instead (default: the fewest whose fitted throughput covers the peak)"),
+        param("headroom", "number in [0, 10]", "0.1", "size for peak x (1 + headroom)"),
+    ],
+};
+
 impl Adequate {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
-        s.only(&["workers", "headroom"])?;
+        s.only(&DOC.param_names())?;
         let workers = match s.params.get("workers") {
             Some(_) => Some(num(s, "workers", 1.0, 1.0, 100_000.0)? as u32),
             None => None,

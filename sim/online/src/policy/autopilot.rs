@@ -9,7 +9,7 @@
 
 use super::{num, OnlinePolicy, OnlineView, PodPhase};
 use dlsim_engine::SimTime;
-use dlsim_policies::{PolicySpec, SpecError};
+use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,9 +30,22 @@ pub struct Autopilot {
     recs: VecDeque<(SimTime, u32)>,
 }
 
+/// `autopilot`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "autopilot",
+    summary: "Autopilot-style (EuroSys'20) moving-window recommender on GPU usage, with deferred scale-down",
+    params: &[
+        param("stat", "decayed|max|pNN", "decayed", "window statistic: decayed average, maximum, or a percentile such as p95"),
+        param("window_min", "number in [1, 10080]", "60", "usage window (minutes)"),
+        param("half_life_min", "number in [0.1, 10080]", "10", "half-life of stat=decayed (minutes)"),
+        param("target", "number in [0.01, 1]", "0.8", "target GPU utilisation: workers = ceil(stat / target)"),
+        param("defer_min", "number in [0, 10080]", "20", "scale down only if every recommendation of the last defer_min minutes allows it"),
+    ],
+};
+
 impl Autopilot {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
-        s.only(&["stat", "window_min", "half_life_min", "target", "defer_min"])?;
+        s.only(&DOC.param_names())?;
         let stat = match s.params.get("stat").map(String::as_str) {
             None | Some("decayed") => Stat::Decayed,
             Some("max") => Stat::Max,

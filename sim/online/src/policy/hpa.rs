@@ -43,7 +43,7 @@
 
 use super::{choice, num, MetricSample, OnlinePolicy, OnlineView, PodObs, PodPhase};
 use dlsim_engine::SimTime;
-use dlsim_policies::{PolicySpec, SpecError};
+use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 
 /// The metric the HPA scales on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,26 +384,109 @@ fn scaling_rules(
     Ok((SimTime::from_secs(window), policies, select))
 }
 
+/// `hpa`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "hpa",
+    summary:
+        "Kubernetes Horizontal Pod Autoscaler (autoscaling/v2 replica calculator and controller)",
+    params: &[
+        param(
+            "metric",
+            "gpu_util|cpu_util|sps",
+            "gpu_util",
+            "per-pod metric it scales on (sps: samples/s)",
+        ),
+        param(
+            "target",
+            "number",
+            "0.7",
+            "target per-pod value of the metric (default 5000 with metric=sps)",
+        ),
+        param("min", "number in [1, 10000]", "1", "minReplicas"),
+        param(
+            "max",
+            "number in [1, 10000]",
+            "10000",
+            "maxReplicas (always bounded by the cluster's GPUs)",
+        ),
+        param(
+            "tolerance",
+            "number in [0, 1]",
+            "0.1",
+            "no change while the metric is within target x (1 +- tolerance)",
+        ),
+        param(
+            "sync_s",
+            "number in [1, 3600]",
+            "15",
+            "controller sync period (s)",
+        ),
+        param(
+            "up_window_s",
+            "number in [0, 3600]",
+            "0",
+            "scale-up stabilisation window (s)",
+        ),
+        param(
+            "up_pods",
+            "number in [0, 10000]",
+            "4",
+            "scale-up rate policy: pods per period (0 leaves it out)",
+        ),
+        param(
+            "up_percent",
+            "number in [0, 10000]",
+            "100",
+            "scale-up rate policy: percent per period (0 leaves it out)",
+        ),
+        param(
+            "up_period_s",
+            "number in [1, 1800]",
+            "15",
+            "period of the scale-up rate policies (s)",
+        ),
+        param(
+            "up_select",
+            "max|min|disabled",
+            "max",
+            "which scale-up rate policy applies: the largest change, the smallest, or none",
+        ),
+        param(
+            "down_window_s",
+            "number in [0, 3600]",
+            "300",
+            "scale-down stabilisation window (s)",
+        ),
+        param(
+            "down_pods",
+            "number in [0, 10000]",
+            "0",
+            "scale-down rate policy: pods per period (0 leaves it out)",
+        ),
+        param(
+            "down_percent",
+            "number in [0, 10000]",
+            "100",
+            "scale-down rate policy: percent per period (0 leaves it out)",
+        ),
+        param(
+            "down_period_s",
+            "number in [1, 1800]",
+            "15",
+            "period of the scale-down rate policies (s)",
+        ),
+        param(
+            "down_select",
+            "max|min|disabled",
+            "max",
+            "which scale-down rate policy applies: the largest change, the smallest, or none",
+        ),
+    ],
+};
+
 impl Hpa {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
-        s.only(&[
-            "metric",
-            "target",
-            "min",
-            "max",
-            "tolerance",
-            "sync_s",
-            "up_window_s",
-            "up_pods",
-            "up_percent",
-            "up_period_s",
-            "up_select",
-            "down_window_s",
-            "down_pods",
-            "down_percent",
-            "down_period_s",
-            "down_select",
-        ])?;
+        s.only(&DOC.param_names())?;
         let metric = match choice(s, "metric", "gpu_util", &["gpu_util", "cpu_util", "sps"])? {
             "cpu_util" => HpaMetric::CpuUtil,
             "sps" => HpaMetric::Sps,

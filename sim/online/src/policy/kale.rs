@@ -33,7 +33,7 @@ use crate::forecast::Forecaster;
 use crate::stream::ShuffleConfig;
 use crate::throughput::{fit_and_score, FitErrors, FitForm, FittedModel};
 use dlsim_engine::SimTime;
-use dlsim_policies::{PolicySpec, SpecError};
+use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 
 pub struct Kale {
     spec: String,
@@ -48,18 +48,25 @@ pub struct Kale {
     decisions: u64,
 }
 
+/// `kale`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "kale",
+    summary: "Kale: forecast the traffic, fit the throughput model, plan the fewest workers, stabilise, shuffle data globally",
+    params: &[
+        param("forecaster", "oracle|seasonal_naive|holt_winters", "holt_winters", "traffic forecaster (oracle: the true future rate, labelled in outputs)"),
+        param("rho", "number in [0, 1000]", "1", "a step of at least rho workers from the held level is a change"),
+        param("tau_min", "number in [0, 1440]", "10", "plan levels held shorter than tau minutes are merged into their neighbours"),
+        param("drain_min", "number in [0, 1440]", "0", "add the observed backlog spread over this many minutes to the load (0: off)"),
+        param("hold_lag_s", "number in [0, 86400]", "60", "never lower the level while the lag exceeds this (s)"),
+        param("shuffle", "on/off", "on", "global data shuffling between workers"),
+        param("high_s", "number in [0, 86400]", "30", "shuffle from workers whose queue exceeds this many seconds of work"),
+        param("low_s", "number in [0, 86400]", "5", "...to workers whose queue would stay below this many seconds"),
+    ],
+};
+
 impl Kale {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
-        s.only(&[
-            "forecaster",
-            "rho",
-            "tau_min",
-            "drain_min",
-            "hold_lag_s",
-            "shuffle",
-            "high_s",
-            "low_s",
-        ])?;
+        s.only(&DOC.param_names())?;
         let shuffle = if s.bool_or("shuffle", true)? {
             let d = ShuffleConfig::default();
             Some(ShuffleConfig {

@@ -7,7 +7,7 @@
 use super::{forecaster, num, OnlinePolicy, OnlineView};
 use crate::forecast::Forecaster;
 use dlsim_engine::SimTime;
-use dlsim_policies::{PolicySpec, SpecError};
+use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 
 pub struct Madu {
     spec: String,
@@ -16,9 +16,20 @@ pub struct Madu {
     window_min: Option<usize>,
 }
 
+/// `madu`'s parameters (`dlsim policies`).
+pub const DOC: PolicyDoc = PolicyDoc {
+    name: "madu",
+    summary: "forecast-driven provisioning with a fixed capacity per GPU: ceil(max forecast over a window / capacity)",
+    params: &[
+        param("forecaster", "oracle|seasonal_naive|holt_winters", "holt_winters", "traffic forecaster (oracle: the true future rate, labelled in outputs)"),
+        param("capacity", "number > 0", "-", "samples/s per GPU (default: the lowest per-GPU rate of the offline profile)"),
+        param("window_min", "number in [1, 1440]", "-", "forecast window (minutes; default: the time a rescale takes)"),
+    ],
+};
+
 impl Madu {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
-        s.only(&["forecaster", "capacity", "window_min"])?;
+        s.only(&DOC.param_names())?;
         let capacity = match s.params.get("capacity") {
             Some(_) => Some(num(s, "capacity", 1.0, 1e-9, 1e15)?),
             None => None,

@@ -111,6 +111,15 @@ pub trait OnlinePolicy {
 
 pub const KNOWN: &str = "hpa, kale, autopilot, madu, adequate";
 
+/// Every online policy's parameters, in [`KNOWN`] order (`dlsim policies`).
+pub const DOCS: &[&dlsim_policies::PolicyDoc] = &[
+    &hpa::DOC,
+    &kale::DOC,
+    &autopilot::DOC,
+    &madu::DOC,
+    &adequate::DOC,
+];
+
 /// Builds a policy from its spec string, e.g. `hpa[metric=gpu_util,target=0.7]`.
 pub fn build(spec: &str) -> Result<Box<dyn OnlinePolicy>, SpecError> {
     let s = PolicySpec::parse(spec)?;

@@ -158,6 +158,7 @@ impl OnlineWorld {
             max_workers: self.sc.max_workers(),
             run_minutes: (self.horizon.as_ms() / 60_000) as usize,
             rescale_s: self.sc.file.rescale.total_s(),
+            slo_lag_s: self.sc.file.slo_lag_s,
             oracle: &self.traffic.minute_sps,
         };
         let Some(want) = self.policy.decide(&view) else {

@@ -75,6 +75,8 @@ pub struct OnlineView<'a> {
     pub run_minutes: usize,
     /// Seconds a rescale takes end to end (platform constant, known to operators).
     pub rescale_s: f64,
+    /// The job's lag SLO in seconds (the operator's own target).
+    pub slo_lag_s: f64,
     /// Future true rates, for the labelled oracle forecaster only.
     pub(crate) oracle: &'a [f64],
 }

@@ -68,13 +68,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     exec::write_plan(out, &plan)?;
-    let mine: Vec<_> = plan
-        .points
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| shard.contains(*j))
-        .map(|(_, p)| p)
-        .collect();
+    let mine = shard_points(&plan, shard);
     let todo: Vec<_> = mine
         .iter()
         .filter(|p| !exec::is_done(out, p))
@@ -133,15 +127,19 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--dry-run`: one line per run of this shard, as a tab-separated table.
-fn print_plan(sweep: &Sweep, plan: &Plan, shard: Shard, out: Option<&Path>) {
-    let mine: Vec<_> = plan
-        .points
+/// The runs of `plan` that fall to this shard, in plan order.
+fn shard_points(plan: &Plan, shard: Shard) -> Vec<&Point> {
+    plan.points
         .iter()
         .enumerate()
         .filter(|(j, _)| shard.contains(*j))
         .map(|(_, p)| p)
-        .collect();
+        .collect()
+}
+
+/// `--dry-run`: one line per run of this shard, as a tab-separated table.
+fn print_plan(sweep: &Sweep, plan: &Plan, shard: Shard, out: Option<&Path>) {
+    let mine = shard_points(plan, shard);
     let done = |p: &Point| out.is_some_and(|o| exec::is_done(o, p));
     let n_done = mine.iter().filter(|p| done(p)).count();
     let place = out.map_or(String::new(), |o| format!(" in {}", o.display()));

@@ -18,7 +18,9 @@ pub struct ReplayArgs {
     /// Scenario file (JSON): cluster, workload trace, policy, knobs.
     pub scenario: PathBuf,
     /// Policy spec overriding the scenario's, e.g. `static` or `dlrover[rho=2.5]` (every
-    /// policy and parameter: below, or `dlsim policies`).
+    /// policy and parameter: below, or `dlsim policies`); a list `a,b[x=1],c` replays each
+    /// in turn, into `<out>/<policy>/` (folder names from `dlrover[rho=2.5]` ->
+    /// `dlrover-rho-2.5`).
     #[arg(long)]
     pub policy: Option<String>,
     /// Seed overriding the scenario's; every random stream derives from it.
@@ -68,11 +70,49 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     scenario.trace_observations = args.trace_observations;
     // Ended jobs are released as they end: memory follows the live jobs.
     scenario.keep_ended = false;
-    let policy_spec = args
+    let policy_list = args
         .policy
         .clone()
         .unwrap_or_else(|| scenario.file.policy.clone());
-    let policy = dlsim_policies::build(&policy_spec).map_err(|e| match &args.policy {
+    // `a,b,c`: one run per policy, each in its own folder under `--out`; every spec is
+    // built (validated) before the first run.
+    let specs = dlsim_policies::split_list(&policy_list);
+    let mut policies = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        policies.push(build_policy(args, spec)?);
+    }
+    let several = policies.len() > 1;
+    let base = args.out.clone();
+    if let Some(out) = &base {
+        // A bad --out fails before the runs, not after them.
+        if several {
+            for p in &policies {
+                let dir = out.join(dlsim_policies::folder_name(&p.spec()));
+                dlsim_fsio::check_dir_target(&dir, &RUN_FILES)
+                    .map_err(|e| BadInput(format!("--out: {e}")))?;
+            }
+        } else {
+            dlsim_fsio::check_dir_target(out, &RUN_FILES)
+                .map_err(|e| BadInput(format!("--out: {e}")))?;
+        }
+    }
+    let load_s = wall.elapsed().as_secs_f64();
+    for policy in policies {
+        let out = match &base {
+            Some(b) if several => Some(b.join(dlsim_policies::folder_name(&policy.spec()))),
+            other => other.clone(),
+        };
+        replay_one(args, &scenario, policy, out, load_s)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The policy of `spec`; a bad spec names `--policy` or the scenario's `policy` field.
+fn build_policy(
+    args: &ReplayArgs,
+    spec: &str,
+) -> anyhow::Result<Box<dyn dlsim_model::policy::Policy>> {
+    let policy = dlsim_policies::build(spec).map_err(|e| match &args.policy {
         Some(_) => BadInput(format!("--policy: {e}")),
         None => {
             let text =
@@ -87,21 +127,24 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     })?;
-    let load_s = wall.elapsed().as_secs_f64();
+    Ok(policy)
+}
+
+/// One replay of `scenario` under `policy`, written to `out` (or the default folder).
+fn replay_one(
+    args: &ReplayArgs,
+    scenario: &Scenario,
+    policy: Box<dyn dlsim_model::policy::Policy>,
+    out: Option<PathBuf>,
+    load_s: f64,
+) -> anyhow::Result<()> {
+    let wall = Instant::now();
     let sim_start = Instant::now();
-    if let Some(out) = &args.out {
-        // A bad --out fails before the run, not after it.
-        dlsim_fsio::check_dir_target(out, &RUN_FILES)
-            .map_err(|e| BadInput(format!("--out: {e}")))?;
-    }
     let mut bar = Progress::new(args.quiet);
-    let output = dlsim_model::run_with_progress(&scenario, policy, &mut |p| bar.update(p));
+    let output = dlsim_model::run_with_progress(scenario, policy, &mut |p| bar.update(p));
     bar.finish();
     let sim_s = sim_start.elapsed().as_secs_f64();
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out_dir(&output.summary));
+    let out_dir = out.unwrap_or_else(|| default_out_dir(&output.summary));
     // The run folder appears whole: written into a staging folder, then renamed.
     let staged =
         dlsim_fsio::stage_dir(&out_dir, &RUN_FILES).map_err(|e| BadInput(format!("--out: {e}")))?;
@@ -113,7 +156,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         "scenario_file": args.scenario,
         "load_s": load_s,
         "simulate_s": sim_s,
-        "wall_s": wall.elapsed().as_secs_f64(),
+        "wall_s": load_s + wall.elapsed().as_secs_f64(),
         "events": output.summary.events,
         "events_per_s": output.summary.events as f64 / sim_s.max(1e-9),
         "peak_rss_mb": peak_rss_mb(),
@@ -136,7 +179,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             out_dir.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The replay's progress bar on stderr: simulated time out of the horizon (or, without one,
@@ -196,17 +239,7 @@ impl Progress {
 }
 
 fn default_out_dir(s: &Summary) -> PathBuf {
-    let policy: String = s
-        .policy
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let policy = dlsim_policies::folder_name(&s.policy);
     PathBuf::from("reports/runs").join(format!("{}-{}-s{}", s.scenario, policy, s.seed))
 }
 

@@ -150,3 +150,58 @@ fn trace_gen_writes_a_readable_trace() {
     assert!(!trace.jobs.is_empty());
     assert_eq!(trace.header.format, "dlsim-trace");
 }
+
+/// `replay --policy a,b[..]` on a batch scenario: every spec is validated before any run,
+/// each run lands in its own cleanly named folder under `--out`, and each folder holds what
+/// a replay under that policy alone writes.
+#[test]
+fn replay_of_a_policy_list_writes_one_folder_per_policy() {
+    let scenario = repo().join("scenarios/quickstart.json");
+    let s = path_str(&scenario);
+    let dir = scratch("replay-list");
+    let out = dir.join("both");
+    let o = dlsim(&[
+        "replay",
+        s,
+        "--policy",
+        "static,dlrover[rho=2.5]",
+        "--out",
+        path_str(&out),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (folder, spec) in [
+        ("static", "static"),
+        ("dlrover-rho-2.5", "dlrover[rho=2.5]"),
+    ] {
+        let alone = dir.join(format!("alone-{folder}"));
+        let o = dlsim(&[
+            "replay",
+            s,
+            "--policy",
+            spec,
+            "--out",
+            path_str(&alone),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        for f in ["summary.json", "jobs.csv", "timeline.csv"] {
+            let a = std::fs::read(out.join(folder).join(f)).unwrap();
+            let b = std::fs::read(alone.join(f)).unwrap();
+            assert!(a == b, "{folder}/{f} differs from a replay of {spec} alone");
+        }
+    }
+    // A bad spec anywhere in the list: exit 2 before any run, nothing written.
+    let bad = dir.join("bad");
+    let o = dlsim(&[
+        "replay",
+        s,
+        "--policy",
+        "static,nope",
+        "--out",
+        path_str(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+    assert!(!bad.exists(), "nothing written");
+}

@@ -101,7 +101,7 @@ fn kale_with_an_oracle_forecast_meets_the_slo_on_fewer_gpu_hours_than_adequate()
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let adequate = summary(&out.join("adequate"));
-    let kale = summary(&out.join("kale_forecaster=oracle_"));
+    let kale = summary(&out.join("kale-forecaster-oracle"));
     let f = |s: &serde_json::Value, k: &str| s[k].as_f64().unwrap();
     assert!(f(&kale, "violation_rate") < 0.01, "{kale}");
     assert!(

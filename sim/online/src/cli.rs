@@ -38,25 +38,6 @@ pub const PAPER_TABLE3: [(&str, f64, f64, f64, f64); 5] = [
     ("kale", 2.60, 2204.0, 109.0, 242.0),
 ];
 
-/// Splits `a,b[x=1,y=2],c` at commas outside brackets.
-pub fn split_policies(list: &str) -> Vec<String> {
-    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0i32);
-    for c in list.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(std::mem::take(&mut cur).trim().to_string());
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    out.push(cur.trim().to_string());
-    out
-}
-
 /// `dlsim replay SCENARIO [--policy P[,P2...]] [--seed S] [--out DIR] [--quiet]`;
 /// `progress` hears from each run every 1,024 events (the command line's progress bar).
 pub fn replay(
@@ -75,7 +56,7 @@ pub fn replay(
     let spec_text = policy_arg
         .map(str::to_string)
         .unwrap_or_else(|| sc.file.policy.clone());
-    let specs = split_policies(&spec_text);
+    let specs = dlsim_policies::split_list(&spec_text);
     let mut policies = Vec::new();
     for s in &specs {
         let p = policy::build(s).map_err(|e| match policy_arg {
@@ -98,14 +79,14 @@ pub fn replay(
         let tag = if several {
             "compare".to_string()
         } else {
-            sanitize(&policies[0].name())
+            dlsim_policies::folder_name(&policies[0].name())
         };
         PathBuf::from("reports/runs").join(format!("{}-{tag}-s{}", sc.file.name, sc.file.seed))
     });
     let mut summaries = Vec::new();
     for p in policies {
         let dir = if several {
-            base.join(sanitize(&p.name()))
+            base.join(dlsim_policies::folder_name(&p.name()))
         } else {
             base.clone()
         };
@@ -134,18 +115,6 @@ pub fn replay(
         }
     }
     Ok(())
-}
-
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_=".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
@@ -222,18 +191,4 @@ pub fn table3(rows: &[OnlineSummary]) -> String {
         );
     }
     t
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn policy_lists_split_outside_brackets() {
-        assert_eq!(
-            split_policies("hpa,kale[rho=1,tau_min=5], madu"),
-            vec!["hpa", "kale[rho=1,tau_min=5]", "madu"]
-        );
-        assert_eq!(split_policies("hpa"), vec!["hpa"]);
-    }
 }

@@ -13,7 +13,9 @@ pub mod spec;
 pub mod static_policy;
 pub mod well_tuned;
 
-pub use spec::{param, render_docs, ParamDoc, PolicyDoc, PolicySpec, SpecError};
+pub use spec::{
+    folder_name, param, render_docs, split_list, ParamDoc, PolicyDoc, PolicySpec, SpecError,
+};
 
 use dlsim_model::policy::Policy;
 

@@ -223,9 +223,63 @@ impl PolicySpec {
     }
 }
 
+/// Splits a list of specs, `a,b[x=1,y=2],c`, at the commas outside brackets; one spec
+/// gives a list of one.
+pub fn split_list(list: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0i32);
+    for c in list.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut cur).trim().to_string());
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+/// A folder name for a run of `spec`: `dlrover[rho=2.5,mu=0.3]` -> `dlrover-rho-2.5-mu-0.3`.
+/// Letters, digits, `.` and `_` are kept; every other character (`[`, `=`, `,`, `]`, ...)
+/// becomes one `-` (runs of them collapse), and no `-` leads or trails.
+pub fn folder_name(spec: &str) -> String {
+    let mut out = String::new();
+    for c in spec.chars() {
+        if c.is_ascii_alphanumeric() || "._".contains(c) {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_split_outside_brackets_and_folders_are_clean() {
+        assert_eq!(
+            split_list("hpa,kale[rho=1,tau_min=5], madu"),
+            vec!["hpa", "kale[rho=1,tau_min=5]", "madu"]
+        );
+        assert_eq!(split_list("static"), vec!["static"]);
+        assert_eq!(
+            folder_name("dlrover[rho=2.5,mu=0.3]"),
+            "dlrover-rho-2.5-mu-0.3"
+        );
+        assert_eq!(
+            folder_name("kale[forecaster=oracle]"),
+            "kale-forecaster-oracle"
+        );
+        assert_eq!(folder_name("static[slow=restart]"), "static-slow-restart");
+        assert_eq!(folder_name("dlrover-oss"), "dlrover-oss");
+    }
 
     #[test]
     fn parses_names_and_params() {

@@ -1,5 +1,5 @@
 //! `dlsim report` on a two-policy run set writes every table (CSV and Parquet), every
-//! figure (PNG and SVG), `report.md` with deltas against the baseline, and a
+//! figure (PNG, SVG and PDF), `report.md` with deltas against the baseline, and a
 //! self-contained `report.html`.
 //!
 //! The second policy is the first one's run relabelled with a longer JCT for every job,
@@ -43,6 +43,8 @@ fn two_policy_report_has_every_table_and_figure() {
             "--out",
             path_str(out),
             "--quiet",
+            // The throughput figure draws what the profiler saw.
+            "--trace-observations",
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
@@ -88,6 +90,9 @@ fn two_policy_report_has_every_table_and_figure() {
         assert!(std::fs::read_to_string(out.join(format!("{fig}.svg")))
             .unwrap()
             .starts_with("<svg"));
+        assert!(std::fs::read(out.join(format!("{fig}.pdf")))
+            .unwrap()
+            .starts_with(b"%PDF-"));
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("`slower`: +50% median JCT"), "{md}");

@@ -103,8 +103,8 @@ impl Doc<'_> {
         for f in self.figures {
             writeln!(
                 md,
-                "\n### {}\n\n![{}]({}.png) ([SVG]({}.svg))",
-                f.caption, f.stem, f.stem, f.stem
+                "\n### {}\n\n![{}]({}.png) ([SVG]({}.svg), [PDF]({}.pdf))",
+                f.caption, f.stem, f.stem, f.stem, f.stem
             )
             .unwrap();
         }

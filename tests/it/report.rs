@@ -68,10 +68,24 @@ fn two_policy_report_has_every_table_and_figure() {
         }
     }
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    // The names of `results.parquet`, units last; labels only in report.md.
     assert!(
-        summary.starts_with("policy,runs,jobs,completed,failed,JCR,"),
+        summary.starts_with("policy,runs,jobs_submitted,jobs_completed,jobs_failed,jcr,jct_mean_s,jct_median_s,jct_p90_s,"),
         "{summary}"
     );
+    let deltas = std::fs::read_to_string(out.join("deltas.csv")).unwrap();
+    assert!(
+        deltas.starts_with(
+            "policy,vs,metric,variant_mean,against_mean,delta,ci95_low,ci95_high,delta_pct,seeds\n"
+        ),
+        "{deltas}"
+    );
+    let median = deltas
+        .lines()
+        .find(|l| l.starts_with("slower,static,jct_median_s,"))
+        .expect("a median JCT row");
+    let pct: f64 = median.split(',').nth(8).unwrap().parse().unwrap();
+    assert!((pct - 50.0).abs() < 0.01, "{median}");
     assert_eq!(summary.lines().count(), 3, "a header and two policies");
     let figures = [
         "jct_cdf",

@@ -3,7 +3,8 @@
 //! CSV and Parquet, and every figure as PNG and SVG.
 
 use crate::aggregate::{
-    deltas_table, failures_table, load_runs, policies, policy_stats, summary_table,
+    deltas, deltas_table, deltas_view, failures_table, load_runs, policies, policy_stats,
+    provenance, summary_table,
 };
 use crate::figures::{draw_all, Figure};
 use crate::table::{escape, write_text, Table};
@@ -39,12 +40,22 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
         .iter()
         .map(|p| policy_stats(&runs, p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (deltas, headlines) = deltas_table(&stats, &baseline);
-    let tables = vec![summary_table(&stats), deltas, failures_table(&runs)?];
+    let deltas = deltas(&runs, &baseline)?;
+    let (view, headlines) = deltas_view(&deltas, &baseline);
+    let provenance = provenance(&runs);
+    // Written as tidy CSV and Parquet; the deltas are shown as `view` in the documents.
+    let mut data = vec![
+        summary_table(&stats),
+        deltas_table(&deltas, &baseline),
+        failures_table(&runs)?,
+    ];
     let mut table_files = Vec::new();
-    for t in &tables {
+    for t in &mut data {
+        t.provenance = provenance.clone();
         table_files.extend(t.write(out)?);
     }
+    let [summary, _, failures] = <[Table; 3]>::try_from(data).expect("three tables");
+    let tables = vec![summary, view, failures];
     let figures = draw_all(&runs, &baseline, out)?;
     let sources: Vec<String> = runs
         .iter()

@@ -87,6 +87,8 @@ fn sweep_is_byte_identical_on_one_and_two_threads_and_resumes() {
         4,
         "2 seeds x 2 fault rates"
     );
+    // Every job of every run in one file, for notebooks (same bytes on 1 and 2 threads).
+    assert!(files.contains_key("jobs.parquet"));
     for table in ["results", "ablation"] {
         assert!(files.contains_key(&format!("{table}.csv")), "{table}.csv");
         assert!(

@@ -153,6 +153,7 @@ pub fn finish(out: &Path, plan: &Plan) -> anyhow::Result<Table> {
     let mut table = ablation_table(&ablation);
     table.provenance = results.provenance.clone();
     table.write(out)?;
+    crate::jobs::write_jobs(out, &plan.scenario_params, &runs, &results.provenance)?;
     let view = ablation_view(&ablation);
     let md =
         format!(

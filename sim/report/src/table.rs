@@ -44,7 +44,8 @@ impl Provenance {
     }
 }
 
-/// The unit of a column, read from its name: `_s` seconds, `_mb` megabytes, `_pct`
+/// The unit of a column, read from its name: `_s` seconds, `_mb` megabytes, `_cpu` and
+/// `_cores` cores, `_gpu` GPUs, `_pct`
 /// percent, `_pp` percentage points; utilisation, allocation and JCR are fractions
 /// (0-1); counts are counts. `None` for labels (policy, ids).
 pub fn unit(column: &str) -> Option<&'static str> {
@@ -64,6 +65,10 @@ pub fn unit(column: &str) -> Option<&'static str> {
         Some("s")
     } else if column.ends_with("_mb") {
         Some("MB")
+    } else if column.ends_with("_cpu") || column.ends_with("_cores") {
+        Some("cores")
+    } else if column.ends_with("_gpu") {
+        Some("GPUs")
     } else if column.ends_with("_pct") {
         Some("%")
     } else if column.ends_with("_pp") {
@@ -150,32 +155,13 @@ impl Table {
 
     /// The Parquet key-value metadata of this table.
     pub fn metadata(&self) -> Vec<(String, String)> {
-        let mut units: BTreeMap<String, String> = self
-            .columns
-            .iter()
-            .filter_map(|c| Some((c.clone(), unit(c)?.to_string())))
-            .collect();
-        units.extend(self.units.clone());
-        let json = |v: serde_json::Value| v.to_string();
-        vec![
-            ("dlsim_version".into(), env!("CARGO_PKG_VERSION").into()),
-            ("git_commit".into(), GIT_COMMIT.into()),
-            ("dlsim_table".into(), self.name.clone()),
-            ("dlsim_title".into(), self.title.clone()),
-            (
-                "dlsim_scenarios".into(),
-                json(serde_json::json!(self.provenance.scenarios)),
-            ),
-            (
-                "dlsim_policies".into(),
-                json(serde_json::json!(self.provenance.policies)),
-            ),
-            (
-                "dlsim_seeds".into(),
-                json(serde_json::json!(self.provenance.seeds)),
-            ),
-            ("dlsim_units".into(), json(serde_json::json!(units))),
-        ]
+        metadata(
+            &self.name,
+            &self.title,
+            &self.columns,
+            &self.provenance,
+            &self.units,
+        )
     }
 
     pub fn push(&mut self, row: Vec<Cell>) {
@@ -280,9 +266,44 @@ impl Table {
     }
 }
 
+/// The Parquet key-value metadata of a table: see the module comment.
+pub fn metadata(
+    name: &str,
+    title: &str,
+    columns: &[String],
+    provenance: &Provenance,
+    extra_units: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let mut units: BTreeMap<String, String> = columns
+        .iter()
+        .filter_map(|c| Some((c.clone(), unit(c)?.to_string())))
+        .collect();
+    units.extend(extra_units.clone());
+    let json = |v: serde_json::Value| v.to_string();
+    vec![
+        ("dlsim_version".into(), env!("CARGO_PKG_VERSION").into()),
+        ("git_commit".into(), GIT_COMMIT.into()),
+        ("dlsim_table".into(), name.into()),
+        ("dlsim_title".into(), title.into()),
+        (
+            "dlsim_scenarios".into(),
+            json(serde_json::json!(provenance.scenarios)),
+        ),
+        (
+            "dlsim_policies".into(),
+            json(serde_json::json!(provenance.policies)),
+        ),
+        (
+            "dlsim_seeds".into(),
+            json(serde_json::json!(provenance.seeds)),
+        ),
+        ("dlsim_units".into(), json(serde_json::json!(units))),
+    ]
+}
+
 /// Writes `df` as Parquet with key-value `metadata`, as polars' `ParquetWriter` would
 /// (zstd, statistics, one row group per 512^2 rows) plus the metadata.
-fn write_parquet(
+pub fn write_parquet(
     f: &mut std::fs::File,
     df: &mut DataFrame,
     metadata: Vec<(String, String)>,

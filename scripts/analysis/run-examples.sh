@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the analysis examples against a small sweep, as CI does: a 2-policy x 2-seed
+# Runs the analysis examples against a small sweep, as CI does: a 2-policy x 3-seed
 # quickstart sweep (scenarios/sweep-analysis.json), then the pandas and the polars
 # example, each of which checks jobs.parquet against results.parquet. Uses $DLSIM (or
 # target/debug/dlsim) and the venv of setup-venv.sh. Output in ${1:-target/ci-analysis}.

@@ -9,7 +9,7 @@ use crate::support::*;
 use std::path::Path;
 
 /// Relabels the run in `dir` as `policy` and makes every completed job 50% slower.
-fn relabel_slower(dir: &Path, policy: &str) {
+pub(crate) fn relabel_slower(dir: &Path, policy: &str) {
     let path = dir.join("summary.json");
     let mut summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

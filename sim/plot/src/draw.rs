@@ -13,6 +13,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::FontTransform;
 
 /// Colours series are drawn in, in order (Tableau 10, whose first colours read apart in
 /// print and for common colour blindness).
@@ -239,6 +240,8 @@ fn label_count(span: f64, s: Scale, linear: usize) -> usize {
     }
 }
 
+type TickFormat<'a> = dyn Fn(&f64) -> String + 'a;
+
 type Ctx<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 pub fn draw<DB: DrawingBackend>(
@@ -254,10 +257,15 @@ pub fn draw<DB: DrawingBackend>(
     let (w, h) = root.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let (_, area) = root.split_vertically(px(50.0));
+    // Long bar labels are drawn upright (reading upwards), below the axis.
+    let x_label_area = match rotated_bar_labels(&p) {
+        Some(chars) => 40.0 + LABEL_PT * 0.52 * chars as f64,
+        None => 70.0,
+    };
     let mut cc = ChartBuilder::on(&area)
         .margin(px(12.0))
         .margin_right(px(40.0))
-        .x_label_area_size(px(70.0))
+        .x_label_area_size(px(x_label_area))
         .y_label_area_size(px(100.0))
         .build_cartesian_2d(p.rect.x.0..p.rect.x.1, p.rect.y.0..p.rect.y.1)
         .map_err(err)?;
@@ -282,6 +290,18 @@ pub fn draw<DB: DrawingBackend>(
         root.draw(&Rectangle::new(r, white)).map_err(err)?;
     }
     mesh(&mut cc, fig, &p, k, false).map_err(err)?;
+    if rotated_bar_labels(&p).is_some() {
+        let style = ("sans-serif", LABEL_PT * k)
+            .into_font()
+            .transform(FontTransform::Rotate270)
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, label) in p.bar_labels.iter().enumerate() {
+            let (x, y) = cc.backend_coord(&(i as f64, p.rect.y.0));
+            root.draw_text(label, &style, (x, y + px(10.0)))
+                .map_err(err)?;
+        }
+    }
     legend(&root, &p, rect, fig.chart.legend, k).map_err(err)?;
     let title = ("sans-serif", TITLE_PT * k)
         .into_font()
@@ -291,6 +311,14 @@ pub fn draw<DB: DrawingBackend>(
         .map_err(err)?;
     root.present().map_err(err)?;
     Ok(rect)
+}
+
+/// The longest bar label, when the labels would not fit side by side.
+pub fn rotated_bar_labels(p: &Prepared) -> Option<usize> {
+    let longest = p.bar_labels.iter().map(|l| l.chars().count()).max()?;
+    // About 0.62 em per character; the plot is ~800 units wide at 1x.
+    let needed = longest as f64 * LABEL_PT * 0.62 * p.bar_labels.len() as f64;
+    (needed > 700.0).then_some(longest)
 }
 
 /// The grid (first pass, under the data) or the axes, ticks and labels (second pass).
@@ -303,8 +331,12 @@ fn mesh<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let c = &fig.chart;
     let bars = matches!(fig.body, Body::Bars(_));
+    let upright = rotated_bar_labels(p).is_some();
     let x_fmt = |v: &f64| {
-        if bars {
+        if bars && upright {
+            // Drawn by `bar_labels` instead.
+            String::new()
+        } else if bars {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 {
                 p.bar_labels.get(i as usize).cloned().unwrap_or_default()
@@ -316,6 +348,18 @@ fn mesh<DB: DrawingBackend>(
         }
     };
     let y_fmt = |v: &f64| tick(*v, c.y_scale);
+    // The grid pass writes no text: it would be painted over, but stay in an SVG or PDF.
+    let blank = |_: &f64| String::new();
+    let (x_fmt, y_fmt): (&TickFormat, &TickFormat) = if grid {
+        (&blank, &blank)
+    } else {
+        (&x_fmt, &y_fmt)
+    };
+    let (x_desc, y_desc) = if grid {
+        ("", "")
+    } else {
+        (c.x_label.as_str(), c.y_label.as_str())
+    };
     let nx = if bars {
         p.bar_labels.len().min(24) + 1
     } else {
@@ -323,12 +367,12 @@ fn mesh<DB: DrawingBackend>(
     };
     let ny = label_count(p.rect.y.1 - p.rect.y.0, c.y_scale, 6);
     let mut m = cc.configure_mesh();
-    m.x_desc(c.x_label.as_str())
-        .y_desc(c.y_label.as_str())
+    m.x_desc(x_desc)
+        .y_desc(y_desc)
         .x_labels(nx)
         .y_labels(ny)
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
         .label_style(("sans-serif", LABEL_PT * k))
         .axis_desc_style(("sans-serif", DESC_PT * k))
         .axis_style(BLACK.stroke_width(k as u32))

@@ -200,3 +200,55 @@ fn steps_hold_each_value_and_series_of_one_name_share_a_legend_entry() {
     );
     assert_eq!(p.legend, [("dlrover".to_string(), 1)]);
 }
+
+#[test]
+fn long_bar_labels_stand_upright_and_short_ones_lie_flat() {
+    let bars = |n: usize, label: &str| Figure {
+        chart: Chart::default(),
+        body: Body::Bars((0..n).map(|i| (format!("{label} {i}"), i as f64)).collect()),
+    };
+    let long = bars(10, "dlrover-oss: scheduling");
+    assert_eq!(draw::rotated_bar_labels(&draw::prepare(&long)), Some(25));
+    assert_eq!(
+        draw::rotated_bar_labels(&draw::prepare(&bars(3, "1-2"))),
+        None
+    );
+    let strays = long.stray_pixels().unwrap();
+    assert!(strays.inside > 0 && strays.outside == 0, "{strays:?}");
+    // Every label is drawn once, as text, below the axis (none as a tick label).
+    let (svg, rect) = long.svg().unwrap();
+    let rotated: Vec<&str> = svg
+        .split("<text")
+        .filter(|t| t.contains("rotate(270"))
+        .filter(|t| {
+            !t.split_once('>')
+                .unwrap()
+                .1
+                .split("</text")
+                .next()
+                .unwrap()
+                .trim()
+                .is_empty()
+        })
+        .collect();
+    assert_eq!(
+        rotated.len(),
+        10,
+        "each label once (the chart has no y title)"
+    );
+    for t in rotated.iter().filter(|t| t.contains("dlrover-oss")) {
+        let y: f64 = t
+            .split("y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            y > rect.y.1 as f64,
+            "label at y {y} inside the plot area {rect:?}"
+        );
+    }
+}

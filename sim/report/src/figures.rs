@@ -19,11 +19,13 @@ use dlsim_plot::{Body, Chart, Legend, Mark, Scale, Series};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A written figure: its file stem, caption, and PNG, SVG and PDF paths.
+/// A written figure: its file stem, caption, PNG, SVG and PDF paths, and its plot area in
+/// SVG units (which `report.html` marks on the inlined SVG, for checks in a browser).
 pub struct Figure {
     pub stem: String,
     pub caption: String,
     pub files: [PathBuf; 3],
+    pub plot_area: dlsim_plot::PixelRect,
 }
 
 /// A figure to draw: stem, caption and what `dlsim-plot` draws.
@@ -38,10 +40,12 @@ pub fn draw_all(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Vec<
     let mut out = Vec::new();
     for spec in specs(runs, baseline)? {
         let files = spec.figure.write(&dir.join(&spec.stem))?;
+        let (_, plot_area) = spec.figure.svg()?;
         out.push(Figure {
             stem: spec.stem,
             caption: spec.caption,
             files,
+            plot_area,
         });
     }
     Ok(out)

@@ -90,6 +90,13 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
+    /// Why the throughput figure is absent, when it is.
+    fn missing_throughput(&self) -> Option<&'static str> {
+        (!self.figures.iter().any(|f| f.stem == "throughput")).then_some(
+            "No throughput figure: no run traced what the profiler saw (replay with `--trace-observations`).",
+        )
+    }
+
     fn markdown(&self) -> String {
         let mut md = String::from("# dlsim report\n\n");
         writeln!(md, "Baseline policy: `{}`.\n", self.baseline).unwrap();
@@ -118,6 +125,9 @@ impl Doc<'_> {
                 f.caption, f.stem, f.stem, f.stem, f.stem
             )
             .unwrap();
+        }
+        if let Some(note) = self.missing_throughput() {
+            writeln!(md, "\n{note}").unwrap();
         }
         md.push_str("\n## Runs\n\n");
         for s in self.sources {
@@ -167,11 +177,24 @@ impl Doc<'_> {
             let svg = std::fs::read_to_string(&f.files[1])
                 .with_context(|| format!("reading {}", f.files[1].display()))?;
             let svg = svg.trim_start_matches(|c| c != '<');
+            // The plot area, so a browser can check that no mark leaves it.
+            let a = f.plot_area;
+            let svg = svg.replacen(
+                "<svg ",
+                &format!(
+                    "<svg data-plot-area=\"{} {} {} {}\" ",
+                    a.x.0, a.y.0, a.x.1, a.y.1
+                ),
+                1,
+            );
             writeln!(
                 h,
                 "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
                 escape(&f.caption)
             )?;
+        }
+        if let Some(note) = self.missing_throughput() {
+            writeln!(h, "<p>{}</p>", escape(&note.replace('`', "")))?;
         }
         h.push_str("<h2>Runs</h2>\n<ul>\n");
         for s in self.sources {

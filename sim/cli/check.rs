@@ -1,17 +1,22 @@
 //! `dlsim check`: compare runs or sweeps with a committed baseline, print a diff table, and
 //! exit 1 on a regression; `--bless` deliberately records the given runs as the new golden
-//! values. `--list-runs` prints the blessed labels, so CI can replay exactly those.
+//! values. A run is compared by its policy spec; a sweep per policy and scenario, pooled
+//! over its seeds. `--list-runs` prints the blessed single-run labels, so CI can replay
+//! exactly those.
 
 use crate::BadInput;
 use clap::Args;
-use dlsim_report::check::{compare, diff_table, runs_under, Baseline, Status};
+use dlsim_report::check::{
+    compare, compare_pooled, diff_table, runs_under, Baseline, Checked, Status,
+};
 use dlsim_report::table::write_text;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// Run folders (summary.json) or sweep folders (sweep.json) to check.
+    /// Run folders (summary.json), checked by policy spec, or sweep folders (sweep.json),
+    /// checked per policy and scenario pooled over their seeds.
     #[arg(required_unless_present = "list_runs")]
     pub runs: Vec<PathBuf>,
     /// Baseline file, e.g. reports/baselines/quickstart.json.
@@ -45,10 +50,19 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         runs.extend(runs_under(path).map_err(|e| BadInput(format!("{e:#}")))?);
     }
     if args.bless {
-        for (label, summary) in &runs {
-            base.bless(label, summary);
+        for checked in &runs {
+            let name = match checked {
+                Checked::Run(label, summary) => {
+                    base.bless(label, summary);
+                    label.clone()
+                }
+                Checked::Pooled(g) => {
+                    base.bless_pooled(g);
+                    g.name()
+                }
+            };
             if !args.quiet {
-                println!("blessed {label}");
+                println!("blessed {name}");
             }
         }
         if let Some(dir) = args.baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -62,12 +76,20 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let mut diffs = Vec::new();
     let mut unblessed = Vec::new();
-    for (label, summary) in &runs {
-        if !base.runs.contains_key(label) {
-            unblessed.push(label.clone());
-            continue;
-        }
-        diffs.extend(compare(&base, label, summary).map_err(|e| BadInput(format!("{e:#}")))?);
+    for checked in &runs {
+        let compared = match checked {
+            Checked::Run(label, _) if !base.runs.contains_key(label) => {
+                unblessed.push(label.clone());
+                continue;
+            }
+            Checked::Pooled(g) if base.pooled_of(g).is_none() => {
+                unblessed.push(g.name());
+                continue;
+            }
+            Checked::Run(label, summary) => compare(&base, label, summary),
+            Checked::Pooled(g) => compare_pooled(&base, g),
+        };
+        diffs.extend(compared.map_err(|e| BadInput(format!("{e:#}")))?);
     }
     // With --quiet, only the errors below (stderr) and the exit code speak.
     let say = |line: &str| {
@@ -75,7 +97,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             println!("{line}");
         }
     };
-    if !args.quiet {
+    if !args.quiet && !diffs.is_empty() {
         print!("{}", diff_table(&diffs).markdown());
     }
     let regressed = diffs
@@ -88,7 +110,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         .filter(|d| d.status == Status::Improved)
         .count();
     let hint = format!(
-        "dlsim check RUN_DIR --baseline {} --bless",
+        "dlsim check RUN_OR_SWEEP_DIR --baseline {} --bless",
         args.baseline.display()
     );
     for label in &unblessed {
@@ -130,7 +152,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     say(&format!(
-        "ok: {} run(s), {} metric(s) within tolerance",
+        "ok: {} run(s) or pooled policies, {} metric(s) within tolerance",
         runs.len(),
         diffs.len()
     ));

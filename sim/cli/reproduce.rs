@@ -168,6 +168,7 @@ fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
             title: f.title.clone(),
             x_label: f.x_label.clone(),
             y_label: f.y_label.clone(),
+            ..dlsim_plot::Chart::default()
         };
         let series: Vec<dlsim_plot::Series> = f
             .lines
@@ -175,6 +176,7 @@ fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
             .map(|(name, points)| dlsim_plot::Series {
                 name: name.clone(),
                 points: points.clone(),
+                ..dlsim_plot::Series::default()
             })
             .collect();
         dlsim_plot::line_chart(&tmp.join(&f.name), &chart, &series)

@@ -58,7 +58,7 @@ pub struct ImportArgs {
 pub struct InspectArgs {
     /// Native trace file.
     pub trace: PathBuf,
-    /// Also write plots: PREFIX-arrivals, PREFIX-sizes, PREFIX-size-duration (.png, .svg).
+    /// Also write plots: PREFIX-arrivals, PREFIX-sizes, PREFIX-size-duration (.png, .svg, .pdf).
     #[arg(long)]
     pub plot_out: Option<PathBuf>,
     /// Print nothing but errors (with --plot-out: only write the plots).

@@ -410,7 +410,7 @@ fn inspect_prints_statistics_and_writes_plots() {
         assert!(text.contains(needle), "inspect lacks `{needle}`:\n{text}");
     }
     for chart in ["arrivals", "sizes", "size-duration"] {
-        for ext in ["png", "svg"] {
+        for ext in ["png", "svg", "pdf"] {
             let p = dir.join("plots").join(format!("swf-{chart}.{ext}"));
             assert!(
                 std::fs::metadata(&p)

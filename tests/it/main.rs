@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod baselines;
+mod browser;
 mod calibration;
 mod cli;
 mod determinism;

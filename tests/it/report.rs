@@ -1,5 +1,5 @@
 //! `dlsim report` on a two-policy run set writes every table (CSV and Parquet), every
-//! figure (PNG and SVG), `report.md` with deltas against the baseline, and a
+//! figure (PNG, SVG and PDF), `report.md` with deltas against the baseline, and a
 //! self-contained `report.html`.
 //!
 //! The second policy is the first one's run relabelled with a longer JCT for every job,
@@ -9,7 +9,7 @@ use crate::support::*;
 use std::path::Path;
 
 /// Relabels the run in `dir` as `policy` and makes every completed job 50% slower.
-fn relabel_slower(dir: &Path, policy: &str) {
+pub(crate) fn relabel_slower(dir: &Path, policy: &str) {
     let path = dir.join("summary.json");
     let mut summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -43,6 +43,8 @@ fn two_policy_report_has_every_table_and_figure() {
             "--out",
             path_str(out),
             "--quiet",
+            // The throughput figure draws what the profiler saw.
+            "--trace-observations",
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
@@ -66,10 +68,24 @@ fn two_policy_report_has_every_table_and_figure() {
         }
     }
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    // The names of `results.parquet`, units last; labels only in report.md.
     assert!(
-        summary.starts_with("policy,runs,jobs,completed,failed,JCR,"),
+        summary.starts_with("policy,runs,jobs_submitted,jobs_completed,jobs_failed,jcr,jct_mean_s,jct_median_s,jct_p90_s,"),
         "{summary}"
     );
+    let deltas = std::fs::read_to_string(out.join("deltas.csv")).unwrap();
+    assert!(
+        deltas.starts_with(
+            "policy,vs,metric,variant_mean,against_mean,delta,ci95_low,ci95_high,delta_pct,seeds\n"
+        ),
+        "{deltas}"
+    );
+    let median = deltas
+        .lines()
+        .find(|l| l.starts_with("slower,static,jct_median_s,"))
+        .expect("a median JCT row");
+    let pct: f64 = median.split(',').nth(8).unwrap().parse().unwrap();
+    assert!((pct - 50.0).abs() < 0.01, "{median}");
     assert_eq!(summary.lines().count(), 3, "a header and two policies");
     let figures = [
         "jct_cdf",
@@ -88,6 +104,9 @@ fn two_policy_report_has_every_table_and_figure() {
         assert!(std::fs::read_to_string(out.join(format!("{fig}.svg")))
             .unwrap()
             .starts_with("<svg"));
+        assert!(std::fs::read(out.join(format!("{fig}.pdf")))
+            .unwrap()
+            .starts_with(b"%PDF-"));
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("`slower`: +50% median JCT"), "{md}");

@@ -87,6 +87,8 @@ fn sweep_is_byte_identical_on_one_and_two_threads_and_resumes() {
         4,
         "2 seeds x 2 fault rates"
     );
+    // Every job of every run in one file, for notebooks (same bytes on 1 and 2 threads).
+    assert!(files.contains_key("jobs.parquet"));
     for table in ["results", "ablation"] {
         assert!(files.contains_key(&format!("{table}.csv")), "{table}.csv");
         assert!(
@@ -199,6 +201,73 @@ fn check_passes_on_the_blessed_run_and_fails_on_a_regression() {
     let o = check(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("REGRESSED"), "{}", stdout(&o));
+}
+
+/// A sweep is checked per policy (and scenario parameters) on its scenario, pooled over
+/// its seeds, against pooled golden values; a single-run baseline does not cover it.
+#[test]
+fn check_of_a_sweep_pools_each_policy_over_its_seeds() {
+    let dir = scratch("check-sweep");
+    let file = tiny_sweep(&dir, r#"["static"]"#);
+    let out = dir.join("out");
+    sweep(&[path_str(&file), "--out", path_str(&out)]);
+    let baseline = dir.join("pooled.json");
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", path_str(&out), "--baseline", path_str(&baseline)];
+        args.extend_from_slice(extra);
+        dlsim(&args)
+    };
+    let o = check(&["--bless"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let pooled = file["pooled"]["tiny"]
+        .as_object()
+        .expect("keyed by scenario");
+    assert_eq!(pooled.len(), 2, "one entry per fault rate: {text}");
+    for entry in pooled.values() {
+        assert_eq!(entry["seeds"].as_array().unwrap().len(), 2);
+    }
+    let o = check(&[]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("(tiny, 2 seeds) | jct_median_s |"),
+        "{}",
+        stdout(&o)
+    );
+
+    // One seed's median JCT doubles: the pooled value regresses.
+    let run = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let path = run.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let jct = summary["jct_median_s"].as_f64().unwrap();
+    summary["jct_median_s"] = serde_json::json!(jct * 2.0);
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let o = check(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("REGRESSED"), "{}", stdout(&o));
+
+    // A baseline of single runs has nothing pooled for the sweep: it says so, by name.
+    let mut single: serde_json::Value = file.clone();
+    single.as_object_mut().unwrap().remove("pooled");
+    std::fs::write(&baseline, single.to_string()).unwrap();
+    let o = check(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no baseline for `static @ faults.pod_failure_per_day="),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("2 run(s) without a baseline"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

@@ -6,12 +6,13 @@
 //! truth, without the hidden per-job variation); arrivals by hour of the trace clock (hour 0
 //! is the trace's time 0, not necessarily midnight); the outcome mix (`synthetic` for jobs
 //! without an observed record); and how many jobs have each field synthesised. Plots:
-//! arrivals over time (line), requested cores per job (histogram in powers of two), cores vs
-//! uncontended duration (scatter, at most 4,000 jobs, evenly strided).
+//! arrivals over time (step line), requested cores per job (histogram in powers of two),
+//! cores vs uncontended duration (scatter on log-log axes, at most 4,000 jobs, evenly
+//! strided).
 
 use crate::synth::requested_rate;
 use dlsim_model::scenario::TruthSettings;
-use dlsim_plot::{bar_chart, line_chart, scatter, Chart, PlotError, Series};
+use dlsim_plot::{Body, Chart, Figure, Mark, PlotError, Scale, Series};
 use dlsim_traces::{JobSpec, Trace};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -182,14 +183,21 @@ impl fmt::Display for Inspection {
     }
 }
 
-/// Writes `<prefix>-arrivals`, `<prefix>-sizes` and `<prefix>-size-duration` (PNG + SVG).
+/// Writes `<prefix>-arrivals`, `<prefix>-sizes` and `<prefix>-size-duration` (PNG, SVG
+/// and PDF each).
 pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    let jobs = &trace.jobs;
-    let with = |s: &str| {
+    let mut written = Vec::new();
+    for (suffix, figure) in figures(trace) {
         let mut p = prefix.as_os_str().to_os_string();
-        p.push(s);
-        PathBuf::from(p)
-    };
+        p.push(suffix);
+        written.extend(figure.write(&PathBuf::from(p))?);
+    }
+    Ok(written)
+}
+
+/// The three figures of [`plot`], each with its file suffix.
+pub fn figures(trace: &Trace) -> Vec<(&'static str, Figure)> {
+    let jobs = &trace.jobs;
     let span_s = jobs.last().map_or(0, |j| j.submit_s);
     // Hourly bins for up to two weeks, daily beyond (readable either way).
     let (bin_s, unit) = if span_s <= 14 * 86_400 {
@@ -201,29 +209,38 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
     for j in jobs {
         counts[(j.submit_s / bin_s) as usize] += 1;
     }
-    let arrivals = Series {
-        name: String::new(),
-        points: counts
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| ((i as u64 * bin_s) as f64 / 86_400.0, n as f64))
-            .collect(),
-    };
-    let mut written = Vec::new();
+    let mut arrivals: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| ((i as u64 * bin_s) as f64 / 86_400.0, n as f64))
+        .collect();
+    // The last bin is drawn to its end.
+    arrivals.extend(
+        arrivals
+            .last()
+            .map(|&(x, y)| (x + bin_s as f64 / 86_400.0, y)),
+    );
     let chart = |title: String, x: &str, y: &str| Chart {
         title,
         x_label: x.into(),
         y_label: y.into(),
+        ..Chart::default()
     };
-    written.extend(line_chart(
-        &with("-arrivals"),
-        &chart(
-            format!("Job arrivals per {unit}"),
-            "time (days)",
-            &format!("jobs per {unit}"),
-        ),
-        &[arrivals],
-    )?);
+    let mut out = vec![(
+        "-arrivals",
+        Figure {
+            chart: chart(
+                format!("Job arrivals per {unit}"),
+                "time (days)",
+                &format!("jobs per {unit}"),
+            ),
+            body: Body::Series(vec![Series {
+                points: arrivals,
+                mark: Mark::Step,
+                ..Series::default()
+            }]),
+        },
+    )];
     // Requested cores per job (all pods) in power-of-two bins: 1, 2-3, 4-7, ...; cores
     // rather than pods, as many imported traces are single-pod.
     let mut bins = vec![0u64; 1];
@@ -247,11 +264,13 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
             (label, n as f64)
         })
         .collect();
-    written.extend(bar_chart(
-        &with("-sizes"),
-        &chart("Job size".into(), "requested cores per job", "jobs"),
-        &bars,
-    )?);
+    out.push((
+        "-sizes",
+        Figure {
+            chart: chart("Job size".into(), "requested cores per job", "jobs"),
+            body: Body::Bars(bars),
+        },
+    ));
     let truth = TruthSettings::default();
     let stride = jobs.len().div_ceil(4_000).max(1);
     let points = jobs
@@ -259,17 +278,64 @@ pub fn plot(trace: &Trace, prefix: &Path) -> Result<Vec<PathBuf>, PlotError> {
         .step_by(stride)
         .map(|j| (cores(j), uncontended_s(j, &truth) / 3_600.0))
         .collect();
-    written.extend(scatter(
-        &with("-size-duration"),
-        &chart(
-            "Size vs uncontended duration".into(),
-            "pods per job",
-            "duration (hours)",
-        ),
-        &[Series {
-            name: String::new(),
-            points,
-        }],
-    )?);
-    Ok(written)
+    // Sizes and durations both span decades: on linear axes almost every point sat on 0.
+    out.push((
+        "-size-duration",
+        Figure {
+            chart: Chart {
+                x_scale: Scale::Log,
+                y_scale: Scale::Log,
+                ..chart(
+                    "Size vs uncontended duration".into(),
+                    "requested cores per job",
+                    "duration (hours)",
+                )
+            },
+            body: Body::Series(vec![Series {
+                points,
+                mark: Mark::Dots,
+                ..Series::default()
+            }]),
+        },
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled() -> Trace {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/antgroup-sample.jsonl");
+        dlsim_traces::format::read_trace(&path).unwrap()
+    }
+
+    #[test]
+    fn every_figure_keeps_to_its_axes() {
+        for (suffix, figure) in figures(&bundled()) {
+            let strays = figure.stray_pixels().unwrap();
+            assert!(strays.inside > 0, "{suffix}: nothing drawn");
+            assert_eq!(strays.outside, 0, "{suffix}: drawn outside its axes");
+        }
+    }
+
+    #[test]
+    fn size_vs_duration_is_on_log_axes_spanning_decades() {
+        let trace = bundled();
+        let (_, fig) = figures(&trace).remove(2);
+        assert_eq!(
+            (fig.chart.x_scale, fig.chart.y_scale),
+            (Scale::Log, Scale::Log)
+        );
+        let Body::Series(s) = &fig.body else { panic!() };
+        let span = |f: fn(&(f64, f64)) -> f64| {
+            let v: Vec<f64> = s[0].points.iter().map(f).collect();
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            (hi / lo).log10()
+        };
+        // The reason for log axes: the bundled trace spans over a decade in both.
+        assert!(span(|p| p.0) > 1.0 && span(|p| p.1) > 1.0);
+    }
 }

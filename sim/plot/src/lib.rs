@@ -1,31 +1,36 @@
-//! Small, reusable chart helpers over plotters: a line chart, a bar chart (histograms) and a
-//! scatter plot, each written as PNG and SVG.
+//! Chart helpers over plotters for paper-grade figures: lines, step functions, bands
+//! (e.g. the spread over seeds), dots and bars, on linear or log axes, each figure written
+//! as a 2x PNG, an SVG and a vector PDF.
+//!
+//! - [`Figure`] is what to draw (a [`Chart`] and a [`Body`]); [`Figure::write`] writes the
+//!   three files, [`Figure::stray_pixels`] checks that nothing is drawn outside its axes.
+//! - `draw.rs` lays out and draws one figure on any plotters backend; `clip.rs` clips the
+//!   geometry to the plot rectangle; `pdf.rs` is the PDF backend.
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/`, licence beside it), registered
 //! once as `sans-serif`, so figures look the same on machines without system fonts. Every
 //! file is written atomically: drawn to a temporary name in the same folder, then renamed,
 //! so a reader never sees half a figure.
 
-use plotters::coord::Shift;
+mod clip;
+mod draw;
+pub mod pdf;
+
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+pub use clip::Rect;
+
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 
-/// Figure size in pixels (PNG) and user units (SVG).
-pub const SIZE: (u32, u32) = (900, 520);
+/// Figure size in SVG user units and PDF points (x 0.75); the PNG is [`PNG_SCALE`] times
+/// larger in pixels, with every font, stroke and margin scaled alike.
+pub const SIZE: (u32, u32) = (960, 600);
 
-/// Colours series are drawn in, in order.
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(127, 127, 127),
-];
+/// How many PNG pixels per SVG unit.
+pub const PNG_SCALE: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -48,71 +53,222 @@ pub fn register_embedded_font() -> Result<(), PlotError> {
     }
 }
 
-/// Title and axis labels of one chart.
+/// An axis scale. A log axis drops values <= 0 (a line breaks there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scale {
+    #[default]
+    Linear,
+    Log,
+}
+
+/// Which corner of the plot area the legend sits in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Legend {
+    #[default]
+    UpperRight,
+    UpperLeft,
+    LowerRight,
+}
+
+/// Title, axis labels and axes of one chart.
 #[derive(Clone, Debug, Default)]
 pub struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
+    /// Fixed axis ranges (data units); by default the data's range with a little headroom
+    /// (and from 0 on a linear y axis). Whatever falls outside is clipped.
+    pub x_range: Option<(f64, f64)>,
+    pub y_range: Option<(f64, f64)>,
+    pub legend: Legend,
 }
 
-/// One named series of (x, y) points.
+/// How a series' points are joined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mark {
+    /// Straight lines between points.
+    #[default]
+    Line,
+    /// A step function: each y holds until the next point's x.
+    Step,
+    /// Unjoined dots.
+    Dots,
+}
+
+/// One named series of (x, y) points, with an optional band (x, low, high) shaded behind
+/// it in the same colour.
 #[derive(Clone, Debug, Default)]
 pub struct Series {
+    /// Legend label; empty for none. Series with the same name share one legend entry.
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub band: Vec<(f64, f64, f64)>,
+    /// Palette index; by default the series' position.
+    pub colour: Option<usize>,
+    pub mark: Mark,
 }
 
-/// What to draw; each variant is one of the helpers below.
-enum Body<'a> {
-    Lines(&'a [Series]),
-    Points(&'a [Series]),
-    Bars(&'a [(String, f64)]),
+/// What a chart shows.
+#[derive(Clone, Debug)]
+pub enum Body {
+    Series(Vec<Series>),
+    /// One bar per `(label, value)`, in order (a histogram when the labels are bins).
+    Bars(Vec<(String, f64)>),
 }
 
-/// Draws `series` as lines; writes `<prefix>.png` and `<prefix>.svg`.
+/// One figure: what to draw and how.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    pub chart: Chart,
+    pub body: Body,
+}
+
+/// The plot area in backend pixels, both ends included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PixelRect {
+    pub x: (i32, i32),
+    pub y: (i32, i32),
+}
+
+impl PixelRect {
+    pub fn contains(&self, x: f64, y: f64) -> bool {
+        x >= self.x.0 as f64 && x <= self.x.1 as f64 && y >= self.y.0 as f64 && y <= self.y.1 as f64
+    }
+}
+
+/// How many pixels the data layers changed, inside and outside the plot area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strays {
+    pub inside: usize,
+    pub outside: usize,
+}
+
+impl Figure {
+    /// Writes `<prefix>.png` (at [`PNG_SCALE`]x), `<prefix>.svg` and `<prefix>.pdf`.
+    pub fn write(&self, prefix: &Path) -> Result<[PathBuf; 3], PlotError> {
+        register_embedded_font()?;
+        let png = with_suffix(prefix, ".png");
+        let png_tmp = with_suffix(prefix, ".tmp.png");
+        {
+            let size = (SIZE.0 * PNG_SCALE, SIZE.1 * PNG_SCALE);
+            let root = BitMapBackend::new(&png_tmp, size).into_drawing_area();
+            draw::draw(root, self, PNG_SCALE as f64, true)
+                .map_err(|e| PlotError::Draw(png.clone(), e))?;
+        }
+        std::fs::rename(&png_tmp, &png).map_err(|e| PlotError::Io(png.clone(), e))?;
+        let svg = with_suffix(prefix, ".svg");
+        let (text, _) = self.svg().map_err(|e| match e {
+            PlotError::Draw(_, e) => PlotError::Draw(svg.clone(), e),
+            e => e,
+        })?;
+        write_atomic(&svg, text.as_bytes())?;
+        let pdf = with_suffix(prefix, ".pdf");
+        // Drawn at the PNG's scale and shrunk to points, for sub-point precision.
+        let mut bytes = Vec::new();
+        {
+            let backend = pdf::PdfBackend::new(
+                (SIZE.0 * PNG_SCALE, SIZE.1 * PNG_SCALE),
+                0.75 / PNG_SCALE as f64,
+                &mut bytes,
+            );
+            draw::draw(backend.into_drawing_area(), self, PNG_SCALE as f64, true)
+                .map_err(|e| PlotError::Draw(pdf.clone(), e))?;
+        }
+        write_atomic(&pdf, &bytes)?;
+        Ok([png, svg, pdf])
+    }
+
+    /// The figure as SVG text, and its plot area in SVG units.
+    pub fn svg(&self) -> Result<(String, PixelRect), PlotError> {
+        register_embedded_font()?;
+        let mut text = String::new();
+        let rect = {
+            let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
+            draw::draw(root, self, 1.0, true).map_err(|e| PlotError::Draw("<svg>".into(), e))?
+        };
+        Ok((text, rect))
+    }
+
+    /// Renders the figure as a 2x bitmap in memory twice, with and without its data
+    /// (same axes, legend and title), and counts the pixels the data changed inside and
+    /// outside the plot area. A figure that keeps to its axes has `outside == 0`.
+    pub fn stray_pixels(&self) -> Result<Strays, PlotError> {
+        let (with, rect) = self.bitmap(true)?;
+        let (without, _) = self.bitmap(false)?;
+        let w = (SIZE.0 * PNG_SCALE) as usize;
+        let mut strays = Strays {
+            inside: 0,
+            outside: 0,
+        };
+        for (i, (a, b)) in with.chunks(3).zip(without.chunks(3)).enumerate() {
+            if a != b {
+                let (x, y) = ((i % w) as f64, (i / w) as f64);
+                if rect.contains(x, y) {
+                    strays.inside += 1;
+                } else {
+                    strays.outside += 1;
+                }
+            }
+        }
+        Ok(strays)
+    }
+
+    /// The 2x bitmap (RGB) and its plot area.
+    pub fn bitmap(&self, data: bool) -> Result<(Vec<u8>, PixelRect), PlotError> {
+        register_embedded_font()?;
+        let size = (SIZE.0 * PNG_SCALE, SIZE.1 * PNG_SCALE);
+        let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
+        let rect = {
+            let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
+            draw::draw(root, self, PNG_SCALE as f64, data)
+                .map_err(|e| PlotError::Draw("<bitmap>".into(), e))?
+        };
+        Ok((buf, rect))
+    }
+}
+
+/// Draws `series` by their marks; writes `<prefix>.png`, `.svg` and `.pdf`.
 pub fn line_chart(
     prefix: &Path,
     chart: &Chart,
     series: &[Series],
-) -> Result<[PathBuf; 2], PlotError> {
-    write_both(prefix, chart, &Body::Lines(series))
+) -> Result<[PathBuf; 3], PlotError> {
+    Figure {
+        chart: chart.clone(),
+        body: Body::Series(series.to_vec()),
+    }
+    .write(prefix)
 }
 
-/// Draws `series` as dots; writes `<prefix>.png` and `<prefix>.svg`.
-pub fn scatter(prefix: &Path, chart: &Chart, series: &[Series]) -> Result<[PathBuf; 2], PlotError> {
-    write_both(prefix, chart, &Body::Points(series))
+/// Draws `series` as dots; writes `<prefix>.png`, `.svg` and `.pdf`.
+pub fn scatter(prefix: &Path, chart: &Chart, series: &[Series]) -> Result<[PathBuf; 3], PlotError> {
+    let dots = series
+        .iter()
+        .map(|s| Series {
+            mark: Mark::Dots,
+            ..s.clone()
+        })
+        .collect();
+    Figure {
+        chart: chart.clone(),
+        body: Body::Series(dots),
+    }
+    .write(prefix)
 }
 
-/// Draws one bar per `(label, value)` in order (a histogram when the labels are bins);
-/// writes `<prefix>.png` and `<prefix>.svg`.
+/// Draws one bar per `(label, value)` in order; writes `<prefix>.png`, `.svg` and `.pdf`.
 pub fn bar_chart(
     prefix: &Path,
     chart: &Chart,
     bars: &[(String, f64)],
-) -> Result<[PathBuf; 2], PlotError> {
-    write_both(prefix, chart, &Body::Bars(bars))
-}
-
-fn write_both(prefix: &Path, chart: &Chart, body: &Body) -> Result<[PathBuf; 2], PlotError> {
-    register_embedded_font()?;
-    let png = with_suffix(prefix, ".png");
-    let png_tmp = with_suffix(prefix, ".tmp.png");
-    {
-        let root = BitMapBackend::new(&png_tmp, SIZE).into_drawing_area();
-        draw(root, chart, body).map_err(|e| PlotError::Draw(png.clone(), e))?;
+) -> Result<[PathBuf; 3], PlotError> {
+    Figure {
+        chart: chart.clone(),
+        body: Body::Bars(bars.to_vec()),
     }
-    std::fs::rename(&png_tmp, &png).map_err(|e| PlotError::Io(png.clone(), e))?;
-    let svg = with_suffix(prefix, ".svg");
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        draw(root, chart, body).map_err(|e| PlotError::Draw(svg.clone(), e))?;
-    }
-    let svg_tmp = with_suffix(prefix, ".svg.tmp");
-    std::fs::write(&svg_tmp, text).map_err(|e| PlotError::Io(svg.clone(), e))?;
-    std::fs::rename(&svg_tmp, &svg).map_err(|e| PlotError::Io(svg.clone(), e))?;
-    Ok([png, svg])
+    .write(prefix)
 }
 
 fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
@@ -121,152 +277,11 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Axis range covering `values` with 5% headroom; never empty.
-fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> std::ops::Range<f64> {
-    let (mut lo, mut hi) = values
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-            (l.min(v), h.max(v))
-        });
-    if !lo.is_finite() {
-        (lo, hi) = (0.0, 1.0);
-    }
-    if from_zero {
-        lo = lo.min(0.0);
-    }
-    let pad = ((hi - lo) * 0.05).max(1e-9);
-    if hi - lo < 1e-9 {
-        return (lo - 1.0)..(hi + 1.0);
-    }
-    (if from_zero && lo >= 0.0 { lo } else { lo - pad })..(hi + pad)
-}
-
-fn draw<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
-    chart: &Chart,
-    body: &Body,
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("{e:?}");
-    root.fill(&WHITE).map_err(err)?;
-    let (xs, ys): (Vec<f64>, Vec<f64>) = match body {
-        Body::Lines(s) | Body::Points(s) => s.iter().flat_map(|s| s.points.iter().copied()).unzip(),
-        Body::Bars(b) => (
-            vec![-0.5, b.len() as f64 - 0.5],
-            b.iter().map(|(_, v)| *v).collect(),
-        ),
-    };
-    let is_bars = matches!(body, Body::Bars(_));
-    let x_range = if is_bars {
-        -0.5..(xs[1].max(0.5))
-    } else {
-        range(xs.into_iter(), false)
-    };
-    let mut cc = ChartBuilder::on(&root)
-        .caption(&chart.title, ("sans-serif", 20))
-        .margin(14)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_range, range(ys.into_iter(), true))
-        .map_err(err)?;
-    let mut mesh = cc.configure_mesh();
-    mesh.x_desc(chart.x_label.as_str())
-        .y_desc(chart.y_label.as_str())
-        .label_style(("sans-serif", 13));
-    let labels: Vec<String> = match body {
-        Body::Bars(b) => b.iter().map(|(l, _)| l.clone()).collect(),
-        _ => Vec::new(),
-    };
-    let bar_label = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
-    if is_bars {
-        mesh.x_labels(labels.len().min(24) + 1)
-            .x_label_formatter(&bar_label)
-            .disable_x_mesh();
-    }
-    mesh.draw().map_err(err)?;
-    match body {
-        Body::Lines(series) | Body::Points(series) => {
-            let lines = matches!(body, Body::Lines(_));
-            for (i, s) in series.iter().enumerate() {
-                let colour = PALETTE[i % PALETTE.len()];
-                let drawn = if lines {
-                    cc.draw_series(LineSeries::new(
-                        s.points.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(err)?
-                } else {
-                    cc.draw_series(
-                        s.points
-                            .iter()
-                            .map(|&p| Circle::new(p, 2, colour.mix(0.5).filled())),
-                    )
-                    .map_err(err)?
-                };
-                if !s.name.is_empty() {
-                    drawn.label(s.name.as_str()).legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 4), (x + 14, y + 4)], colour.filled())
-                    });
-                }
-            }
-            if series.iter().any(|s| !s.name.is_empty()) {
-                cc.configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 13))
-                    .draw()
-                    .map_err(err)?;
-            }
-        }
-        Body::Bars(bars) => {
-            let colour = PALETTE[0];
-            cc.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
-                let x = i as f64;
-                Rectangle::new([(x - 0.4, 0.0), (x + 0.4, *v)], colour.filled())
-            }))
-            .map_err(err)?;
-        }
-    }
-    root.present().map_err(err)?;
-    Ok(())
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+    let tmp = with_suffix(path, ".tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| PlotError::Io(path.to_path_buf(), e))?;
+    std::fs::rename(&tmp, path).map_err(|e| PlotError::Io(path.to_path_buf(), e))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_png_and_svg_for_each_chart_kind() {
-        let dir = std::env::temp_dir().join(format!("dlsim-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let chart = Chart {
-            title: "t".into(),
-            x_label: "x".into(),
-            y_label: "y".into(),
-        };
-        let s = [Series {
-            name: "a".into(),
-            points: vec![(0.0, 1.0), (1.0, 3.0), (2.0, 2.0)],
-        }];
-        let bars = [("1".to_string(), 4.0), ("2-3".to_string(), 2.0)];
-        let written = [
-            line_chart(&dir.join("line"), &chart, &s).unwrap(),
-            scatter(&dir.join("scatter"), &chart, &s).unwrap(),
-            bar_chart(&dir.join("bars"), &chart, &bars).unwrap(),
-            // Empty input still gives a (blank) figure rather than an error.
-            line_chart(&dir.join("empty"), &chart, &[]).unwrap(),
-        ];
-        for [png, svg] in written {
-            assert!(std::fs::metadata(&png).unwrap().len() > 1_000, "{png:?}");
-            let text = std::fs::read_to_string(&svg).unwrap();
-            assert!(text.starts_with("<svg"), "{svg:?}");
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

@@ -5,7 +5,8 @@
 //! Policies are listed in the order they are first met in the inputs, and runs in input
 //! order (a sweep folder in its grid order), so a report is reproducible.
 
-use crate::table::{Cell, Table};
+use crate::results::{format_delta, Delta};
+use crate::table::{Cell, Provenance, Table};
 use anyhow::{bail, Context};
 use polars::prelude::*;
 use serde_json::Value;
@@ -206,7 +207,21 @@ pub fn policy_stats(runs: &[Run], policy: &str) -> anyhow::Result<PolicyStats> {
     })
 }
 
-/// `summary`: JCT (pooled over seeds), JCR and utilisation per policy.
+/// Every run's scenario, policy and seed, for the tables' Parquet metadata.
+pub fn provenance(runs: &[Run]) -> Provenance {
+    let mut p = Provenance::default();
+    for r in runs {
+        p.add(
+            r.summary["scenario"].as_str().unwrap_or("?"),
+            &r.policy,
+            r.seed,
+        );
+    }
+    p
+}
+
+/// `summary`: JCT (pooled over seeds), JCR and utilisation per policy. Columns are named
+/// as in `results.parquet`.
 pub fn summary_table(stats: &[PolicyStats]) -> Table {
     let mut t = Table::new(
         "summary",
@@ -214,21 +229,38 @@ pub fn summary_table(stats: &[PolicyStats]) -> Table {
         &[
             "policy",
             "runs",
-            "jobs",
-            "completed",
-            "failed",
-            "JCR",
-            "JCT mean (min)",
-            "JCT median (min)",
-            "JCT p90 (min)",
-            "job CPU util",
-            "job mem util",
-            "job GPU util",
-            "cluster CPU util",
-            "cluster mem util",
-            "cluster GPU util",
+            "jobs_submitted",
+            "jobs_completed",
+            "jobs_failed",
+            "jcr",
+            "jct_mean_s",
+            "jct_median_s",
+            "jct_p90_s",
+            "cpu_util_mean",
+            "mem_util_mean",
+            "gpu_util_mean",
+            "cluster_cpu_util",
+            "cluster_mem_util",
+            "cluster_gpu_util",
         ],
-    );
+    )
+    .with_labels(&[
+        "policy",
+        "runs",
+        "jobs",
+        "completed",
+        "failed",
+        "JCR",
+        "JCT mean (s)",
+        "JCT median (s)",
+        "JCT p90 (s)",
+        "job CPU util",
+        "job mem util",
+        "job GPU util",
+        "cluster CPU util",
+        "cluster mem util",
+        "cluster GPU util",
+    ]);
     for s in stats {
         t.push(vec![
             s.policy.clone().into(),
@@ -237,9 +269,9 @@ pub fn summary_table(stats: &[PolicyStats]) -> Table {
             Cell::Int(s.completed as i64),
             Cell::Int(s.failed as i64),
             s.jcr.into(),
-            (s.jct_mean_s / 60.0).into(),
-            (s.jct_median_s / 60.0).into(),
-            (s.jct_p90_s / 60.0).into(),
+            s.jct_mean_s.into(),
+            s.jct_median_s.into(),
+            s.jct_p90_s.into(),
             s.cpu_util.into(),
             s.mem_util.into(),
             s.gpu_util.into(),
@@ -251,46 +283,160 @@ pub fn summary_table(stats: &[PolicyStats]) -> Table {
     t
 }
 
-/// `deltas`: each policy against the baseline policy; JCT in %, rates in points.
-pub fn deltas_table(stats: &[PolicyStats], baseline: &str) -> (Table, Vec<String>) {
+/// The metrics deltas are taken of: name, label, and whether shown relative (%) or in
+/// percentage points.
+pub const DELTA_METRICS: &[(&str, &str, bool)] = &[
+    ("jct_median_s", "median JCT", true),
+    ("jct_mean_s", "mean JCT", true),
+    ("jct_p90_s", "p90 JCT", true),
+    ("jcr", "JCR", false),
+    ("cluster_cpu_util", "cluster CPU util", false),
+    ("cluster_mem_util", "cluster mem util", false),
+];
+
+/// One run's value of a [`DELTA_METRICS`] metric: JCT statistics over its completed jobs
+/// (`jobs.csv`, as the summary table pools them), the rest from `summary.json`.
+pub fn run_metric(run: &Run, metric: &str) -> anyhow::Result<f64> {
+    let q = match metric {
+        "jct_median_s" => 0.5,
+        "jct_p90_s" => 0.9,
+        "jct_mean_s" => -1.0,
+        _ => return Ok(run.metric(metric)),
+    };
+    let status = strings(&run.jobs, "status")?;
+    let jct = strings(&run.jobs, "jct_s")?;
+    let mut done: Vec<f64> = status
+        .iter()
+        .zip(&jct)
+        .filter(|(s, _)| *s == "completed")
+        .filter_map(|(_, j)| j.parse().ok())
+        .collect();
+    if done.is_empty() {
+        return Ok(f64::NAN);
+    }
+    done.sort_by(f64::total_cmp);
+    Ok(if q < 0.0 {
+        done.iter().sum::<f64>() / done.len() as f64
+    } else {
+        dlsim_model::metrics::quantile(&done, q)
+    })
+}
+
+/// Each policy against `baseline`, paired by seed: per policy, one delta per
+/// [`DELTA_METRICS`] metric (`None` when no seed has both runs).
+pub type Deltas = Vec<(String, Vec<Option<Delta>>)>;
+
+pub fn deltas(runs: &[Run], baseline: &str) -> anyhow::Result<Deltas> {
+    let mut out = Vec::new();
+    for policy in policies(runs).into_iter().filter(|p| p != baseline) {
+        let mut per_metric = Vec::new();
+        for (metric, _, _) in DELTA_METRICS {
+            let mut pairs = Vec::new();
+            for r in runs.iter().filter(|r| r.policy == policy) {
+                let against = runs
+                    .iter()
+                    .find(|b| b.policy == baseline && b.seed == r.seed);
+                if let Some(b) = against {
+                    let (x, y) = (run_metric(r, metric)?, run_metric(b, metric)?);
+                    if x.is_finite() && y.is_finite() {
+                        pairs.push((x, y));
+                    }
+                }
+            }
+            per_metric.push(Delta::from_pairs(&pairs));
+        }
+        out.push((policy, per_metric));
+    }
+    Ok(out)
+}
+
+/// `deltas`, tidy: one row per policy and metric, the paired difference against the
+/// baseline with its 95% CI over seeds (the columns of `ablation.parquet`).
+pub fn deltas_table(deltas: &Deltas, baseline: &str) -> Table {
     let mut t = Table::new(
         "deltas",
-        &format!(
-            "Change against `{baseline}` (JCT in %, JCR and utilisation in percentage points)"
-        ),
+        &format!("Change against `{baseline}`, paired by seed (mean and 95% CI over seeds)"),
         &[
             "policy",
             "vs",
-            "median JCT %",
-            "mean JCT %",
-            "p90 JCT %",
-            "JCR pp",
-            "cluster CPU util pp",
-            "cluster mem util pp",
+            "metric",
+            "variant_mean",
+            "against_mean",
+            "delta",
+            "ci95_low",
+            "ci95_high",
+            "delta_pct",
+            "seeds",
         ],
     );
+    t.units = crate::results::long_units();
+    for (policy, per_metric) in deltas {
+        for ((metric, _, _), d) in DELTA_METRICS.iter().zip(per_metric) {
+            if let Some(d) = d {
+                t.push(vec![
+                    policy.clone().into(),
+                    baseline.into(),
+                    (*metric).into(),
+                    d.variant_mean.into(),
+                    d.against_mean.into(),
+                    d.mean.into(),
+                    d.ci_low.into(),
+                    d.ci_high.into(),
+                    d.pct().into(),
+                    Cell::Int(d.n as i64),
+                ]);
+            }
+        }
+    }
+    t
+}
+
+/// The deltas for people: one row per policy, JCT in %, rates in percentage points, each
+/// `mean [95% CI]`; and one headline per policy.
+pub fn deltas_view(deltas: &Deltas, baseline: &str) -> (Table, Vec<String>) {
+    let mut cols = vec!["policy", "vs"];
+    cols.extend(DELTA_METRICS.iter().map(|m| m.1));
+    cols.push("seeds");
+    let mut t = Table::new(
+        "deltas",
+        &format!(
+            "Change against `{baseline}`, paired by seed: JCT in %, JCR and utilisation in percentage points, mean [95% CI] over seeds"
+        ),
+        &cols,
+    );
     let mut headlines = Vec::new();
-    let Some(base) = stats.iter().find(|s| s.policy == baseline) else {
-        return (t, headlines);
-    };
-    let pct = |a: f64, b: f64| 100.0 * (a - b) / b;
-    for s in stats.iter().filter(|s| s.policy != baseline) {
-        let median = pct(s.jct_median_s, base.jct_median_s);
-        let jcr = 100.0 * (s.jcr - base.jcr);
-        t.push(vec![
-            s.policy.clone().into(),
-            baseline.into(),
-            median.into(),
-            pct(s.jct_mean_s, base.jct_mean_s).into(),
-            pct(s.jct_p90_s, base.jct_p90_s).into(),
-            jcr.into(),
-            (100.0 * (s.cluster_cpu_util - base.cluster_cpu_util)).into(),
-            (100.0 * (s.cluster_mem_util - base.cluster_mem_util)).into(),
-        ]);
-        headlines.push(format!(
-            "`{}`: {:+.0}% median JCT, {:+.1} pp JCR vs {baseline}",
-            s.policy, median, jcr
-        ));
+    for (policy, per_metric) in deltas {
+        let mut row: Vec<Cell> = vec![policy.clone().into(), baseline.into()];
+        let mut n = 0;
+        for ((_, _, relative), d) in DELTA_METRICS.iter().zip(per_metric) {
+            row.push(match d {
+                Some(d) => {
+                    n = n.max(d.n);
+                    format_delta(d, *relative).into()
+                }
+                None => "n/a".into(),
+            });
+        }
+        row.push(Cell::Int(n as i64));
+        t.push(row);
+        if let (Some(median), Some(jcr)) = (&per_metric[0], &per_metric[3]) {
+            let ci = if median.ci_low.is_finite() {
+                let s = 100.0 / median.against_mean;
+                format!(
+                    " (95% CI {:+.0}..{:+.0}%)",
+                    median.ci_low * s,
+                    median.ci_high * s
+                )
+            } else {
+                String::new()
+            };
+            headlines.push(format!(
+                "`{policy}`: {:+.0}% median JCT{ci}, {:+.1} pp JCR vs {baseline} ({} paired seeds)",
+                median.pct(),
+                100.0 * jcr.mean,
+                median.n
+            ));
+        }
     }
     (t, headlines)
 }
@@ -346,4 +492,63 @@ pub fn failures_table(runs: &[Run]) -> anyhow::Result<Table> {
         }
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(policy: &str, seed: u64, jct: &[f64], jcr: f64) -> Run {
+        let jobs = df!(
+            "id" => (0..jct.len() as i64).collect::<Vec<_>>(),
+            "status" => vec!["completed"; jct.len()],
+            "jct_s" => jct.to_vec(),
+        )
+        .unwrap();
+        Run {
+            dir: PathBuf::new(),
+            policy: policy.into(),
+            seed,
+            summary: serde_json::json!({"scenario": "s", "jcr": jcr}),
+            jobs,
+            timeline: DataFrame::empty(),
+            observations: None,
+        }
+    }
+
+    #[test]
+    fn deltas_pair_runs_by_seed_and_carry_a_95_ci() {
+        // Seeds listed in different orders; `b` is 20% and 40% slower on seeds 1 and 2,
+        // and its seed 3 has no `a` to pair with.
+        let runs = vec![
+            run("a", 2, &[100.0, 200.0, 300.0], 0.9),
+            run("a", 1, &[10.0, 20.0, 30.0], 0.8),
+            run("b", 1, &[12.0, 24.0, 36.0], 0.9),
+            run("b", 2, &[140.0, 280.0, 420.0], 0.9),
+            run("b", 3, &[1e6], 0.0),
+        ];
+        let d = deltas(&runs, "a").unwrap();
+        assert_eq!(d.len(), 1);
+        let median = d[0].1[0].unwrap();
+        assert_eq!(median.n, 2);
+        assert_eq!((median.variant_mean, median.against_mean), (152.0, 110.0));
+        assert_eq!(median.mean, 42.0);
+        // diffs 4 and 80: sd 53.74, half-width 12.706 * 53.74 / sqrt(2) = 482.8
+        assert!((median.ci_high - 42.0 - 482.8).abs() < 0.1, "{median:?}");
+        let jcr = d[0].1[3].unwrap();
+        assert!((jcr.mean - 0.05).abs() < 1e-12);
+        let t = deltas_table(&d, "a");
+        assert_eq!(
+            t.rows.len(),
+            DELTA_METRICS.len() - 2,
+            "no utilisation in these summaries"
+        );
+        assert_eq!(t.rows[0][2], Cell::Str("jct_median_s".into()));
+        let (view, headlines) = deltas_view(&d, "a");
+        assert_eq!(view.rows.len(), 1);
+        assert!(
+            headlines[0].starts_with("`b`: +38% median JCT (95% CI "),
+            "{headlines:?}"
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! Regression checks against committed golden metrics (`reports/baselines/NAME.json`).
 //!
-//! A baseline file holds, per run label (a policy spec for a single run, a run id for a
-//! sweep), the scenario name, seed and metric values of a blessed run, plus per-metric
-//! tolerances: which direction is worse and how far it may move (`max(abs, rel x |golden|)`).
+//! A baseline file holds, per run label (a policy spec), the scenario name, seed and metric
+//! values of a blessed run (`runs`); per scenario and policy label, the metrics of a
+//! blessed sweep pooled over its seeds (`pooled`: the mean over seeds of each metric, with
+//! the seeds it was made on); and per-metric tolerances: which direction is worse and how far it may move (`max(abs, rel x |golden|)`).
 //! A change beyond the tolerance in the worse direction is a regression; beyond it in the
 //! better direction it is reported as an improvement, so the baseline can be re-blessed.
 //! The simulator is deterministic, so an unchanged build reproduces the golden values
@@ -42,6 +43,14 @@ pub struct Golden {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// One blessed policy of a sweep: each metric's mean over `seeds`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pooled {
+    pub seeds: Vec<u64>,
+    pub metrics: BTreeMap<String, f64>,
+}
+
 /// A baseline file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +62,9 @@ pub struct Baseline {
     pub note: String,
     pub tolerances: BTreeMap<String, Tolerance>,
     pub runs: BTreeMap<String, Golden>,
+    /// Scenario -> policy label -> pooled golden values of a sweep.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pooled: BTreeMap<String, BTreeMap<String, Pooled>>,
 }
 
 impl Default for Baseline {
@@ -76,6 +88,7 @@ impl Default for Baseline {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             runs: BTreeMap::new(),
+            pooled: BTreeMap::new(),
         }
     }
 }
@@ -116,6 +129,93 @@ impl Baseline {
         self.runs
             .insert(label.to_string(), golden_of(summary, metrics));
     }
+
+    /// Records a sweep's pooled values of one policy as golden.
+    pub fn bless_pooled(&mut self, g: &Group) {
+        let metrics = self
+            .tolerances
+            .keys()
+            .filter_map(|k| Some((k.clone(), *g.metrics.get(k)?)))
+            .collect();
+        self.pooled.entry(g.scenario.clone()).or_default().insert(
+            g.label.clone(),
+            Pooled {
+                seeds: g.seeds.clone(),
+                metrics,
+            },
+        );
+    }
+
+    /// The pooled golden values of `g`'s scenario and policy, if blessed.
+    pub fn pooled_of(&self, g: &Group) -> Option<&Pooled> {
+        self.pooled.get(&g.scenario)?.get(&g.label)
+    }
+}
+
+/// The runs of one policy label on one scenario in a sweep, pooled over seeds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub scenario: String,
+    /// The policy spec, with ` @ k=v` for scenario parameters (as `dlsim report` labels).
+    pub label: String,
+    /// Sorted.
+    pub seeds: Vec<u64>,
+    /// Mean over the seeds of every numeric metric all runs have.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Group {
+    /// How the group is named in the diff table.
+    pub fn name(&self) -> String {
+        format!(
+            "{} ({}, {} seeds)",
+            self.label,
+            self.scenario,
+            self.seeds.len()
+        )
+    }
+}
+
+/// Groups `(label, summary)` runs by scenario and label, in first-seen order, and pools
+/// each group's metrics over its seeds.
+pub fn pool(runs: &[(String, Value)]) -> Vec<Group> {
+    let mut groups: Vec<(Group, Vec<&Value>)> = Vec::new();
+    for (label, summary) in runs {
+        let scenario = summary["scenario"].as_str().unwrap_or_default();
+        let seed = summary["seed"].as_u64().unwrap_or_default();
+        let at = groups
+            .iter()
+            .position(|(g, _)| g.scenario == scenario && g.label == *label);
+        let i = at.unwrap_or_else(|| {
+            groups.push((
+                Group {
+                    scenario: scenario.into(),
+                    label: label.clone(),
+                    seeds: Vec::new(),
+                    metrics: BTreeMap::new(),
+                },
+                Vec::new(),
+            ));
+            groups.len() - 1
+        });
+        groups[i].0.seeds.push(seed);
+        groups[i].1.push(summary);
+    }
+    groups
+        .into_iter()
+        .map(|(mut g, summaries)| {
+            g.seeds.sort_unstable();
+            let keys = summaries[0].as_object().into_iter().flat_map(|o| o.keys());
+            for key in keys {
+                let values: Vec<f64> = summaries.iter().filter_map(|s| s[key].as_f64()).collect();
+                if values.len() == summaries.len() && key != "seed" {
+                    let mean = values.iter().sum::<f64>() / values.len() as f64;
+                    g.metrics.insert(key.clone(), mean);
+                }
+            }
+            g
+        })
+        .collect()
 }
 
 fn golden_of(summary: &Value, metrics: BTreeMap<String, f64>) -> Golden {
@@ -173,13 +273,49 @@ pub fn compare(base: &Baseline, label: &str, summary: &Value) -> anyhow::Result<
             golden.seed
         );
     }
+    Ok(diffs(base, label, &golden.metrics, |m| {
+        summary.get(m).and_then(Value::as_f64)
+    }))
+}
+
+/// Compares a sweep's pooled values with the pooled golden values of its scenario and
+/// policy. Fails when they were made on other seeds.
+pub fn compare_pooled(base: &Baseline, g: &Group) -> anyhow::Result<Vec<Diff>> {
+    let Some(golden) = base.pooled_of(g) else {
+        bail!(
+            "no pooled golden values for `{}` on `{}`",
+            g.label,
+            g.scenario
+        );
+    };
+    if golden.seeds != g.seeds {
+        bail!(
+            "`{}` on `{}` ran seeds {:?}, but its baseline was pooled over seeds {:?}",
+            g.label,
+            g.scenario,
+            g.seeds,
+            golden.seeds
+        );
+    }
+    Ok(diffs(base, &g.name(), &golden.metrics, |m| {
+        g.metrics.get(m).copied()
+    }))
+}
+
+/// Each golden metric that has a tolerance against `actual`.
+fn diffs(
+    base: &Baseline,
+    label: &str,
+    golden: &BTreeMap<String, f64>,
+    actual: impl Fn(&str) -> Option<f64>,
+) -> Vec<Diff> {
     let mut out = Vec::new();
-    for (metric, &gold) in &golden.metrics {
+    for (metric, &gold) in golden {
         let Some(tol) = base.tolerances.get(metric) else {
             continue;
         };
         let allowed = tol.abs.max(tol.rel * gold.abs());
-        let actual = summary.get(metric).and_then(Value::as_f64);
+        let actual = actual(metric);
         let status = match actual {
             None => Status::Missing,
             Some(a) => {
@@ -205,7 +341,7 @@ pub fn compare(base: &Baseline, label: &str, summary: &Value) -> anyhow::Result<
             status,
         });
     }
-    Ok(out)
+    out
 }
 
 /// The diff table printed by `dlsim check`.
@@ -242,9 +378,15 @@ pub fn diff_table(diffs: &[Diff]) -> Table {
     t
 }
 
-/// The runs to check under a path: a sweep folder gives each run by its id, a run folder
-/// gives itself by its policy spec.
-pub fn runs_under(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
+/// What `check` compares: a run by its policy spec, or a sweep's policies pooled over seeds.
+pub enum Checked {
+    Run(String, Value),
+    Pooled(Group),
+}
+
+/// What to check under a path: a run folder gives itself by its policy spec; a sweep folder
+/// gives each policy label (with its scenario parameters) pooled over its seeds.
+pub fn runs_under(path: &Path) -> anyhow::Result<Vec<Checked>> {
     let read = |p: &Path| -> anyhow::Result<Value> {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -252,10 +394,18 @@ pub fn runs_under(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
     };
     if path.join("sweep.json").is_file() {
         let plan = crate::exec::read_plan(path)?;
-        return crate::exec::collect(path, &plan)?
+        let runs: Vec<(String, Value)> = crate::exec::collect(path, &plan)?
             .into_iter()
-            .map(|r| Ok((r.point.id, r.summary)))
+            .map(|r| {
+                let label = if r.point.scenario_params.is_empty() {
+                    r.point.policy.clone()
+                } else {
+                    format!("{} @ {}", r.point.policy, r.point.group())
+                };
+                (label, r.summary)
+            })
             .collect();
+        return Ok(pool(&runs).into_iter().map(Checked::Pooled).collect());
     }
     let summary = read(&path.join("summary.json")).with_context(|| {
         format!(
@@ -264,7 +414,7 @@ pub fn runs_under(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
         )
     })?;
     let label = summary["policy"].as_str().unwrap_or_default().to_string();
-    Ok(vec![(label, summary)])
+    Ok(vec![Checked::Run(label, summary)])
 }
 
 #[cfg(test)]
@@ -289,5 +439,57 @@ mod tests {
         assert_eq!(s, [("jcr", Status::Ok), ("jct_median_s", Status::Improved)]);
         let other_seed = json!({"scenario": "q", "seed": 2});
         assert!(compare(&base, "static", &other_seed).is_err());
+    }
+
+    #[test]
+    fn sweeps_are_checked_per_policy_and_scenario_pooled_over_seeds() {
+        let run = |label: &str, scenario: &str, seed: u64, jct: f64| {
+            let s = json!({"scenario": scenario, "seed": seed, "jct_median_s": jct, "jcr": 0.9});
+            (label.to_string(), s)
+        };
+        let runs = vec![
+            run("static", "q", 2, 100.0),
+            run("dlrover", "q", 2, 50.0),
+            run("static", "q", 1, 300.0),
+            run("dlrover", "q", 1, 70.0),
+            run("static", "other", 1, 1.0),
+        ];
+        let groups = pool(&runs);
+        let names: Vec<String> = groups.iter().map(Group::name).collect();
+        assert_eq!(
+            names,
+            [
+                "static (q, 2 seeds)",
+                "dlrover (q, 2 seeds)",
+                "static (other, 1 seeds)"
+            ]
+        );
+        assert_eq!(groups[0].seeds, [1, 2]);
+        assert_eq!(groups[0].metrics["jct_median_s"], 200.0);
+        assert!(!groups[0].metrics.contains_key("seed"));
+        let mut base = Baseline::default();
+        for g in &groups[..2] {
+            base.bless_pooled(g);
+        }
+        assert!(
+            base.pooled_of(&groups[2]).is_none(),
+            "keyed by scenario too"
+        );
+        let same = compare_pooled(&base, &groups[0]).unwrap();
+        assert!(same.iter().all(|d| d.status == Status::Ok), "{same:?}");
+        // One seed 30% slower moves the pooled median JCT 15%: a regression.
+        let mut slower = runs.clone();
+        slower[2].1["jct_median_s"] = json!(330.0);
+        let d = compare_pooled(&base, &pool(&slower)[0]).unwrap();
+        let jct = d.iter().find(|d| d.metric == "jct_median_s").unwrap();
+        assert_eq!((jct.status, jct.actual), (Status::Regressed, 215.0));
+        // Other seeds are other conditions, not a comparison.
+        let err = compare_pooled(&base, &pool(&runs[..2])[0]).unwrap_err();
+        assert!(err.to_string().contains("seeds [2]"), "{err}");
+        // The file keeps single runs and pooled sweeps apart and reads back.
+        let text = base.to_json();
+        assert!(text.contains("\"pooled\": {\n    \"q\": {"), "{text}");
+        let back: Baseline = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, base);
     }
 }

@@ -147,9 +147,13 @@ pub fn collect(out: &Path, plan: &Plan) -> anyhow::Result<Vec<RunResult>> {
 /// Writes the results and ablation tables of a complete sweep; returns the ablation view.
 pub fn finish(out: &Path, plan: &Plan) -> anyhow::Result<Table> {
     let runs = collect(out, plan)?;
-    results_table(&plan.scenario_params, &runs).write(out)?;
+    let results = results_table(&plan.scenario_params, &runs);
+    results.write(out)?;
     let ablation = ablation(&runs, &plan.baseline);
-    ablation_table(&ablation).write(out)?;
+    let mut table = ablation_table(&ablation);
+    table.provenance = results.provenance.clone();
+    table.write(out)?;
+    crate::jobs::write_jobs(out, &plan.scenario_params, &runs, &results.provenance)?;
     let view = ablation_view(&ablation);
     let md =
         format!(

@@ -1,33 +1,65 @@
-//! The report's figures, each a PNG and an SVG drawn by `dlsim-plot`: JCT CDF per policy,
-//! cluster CPU use and allocation over time, throughput of selected jobs, and the failure
-//! breakdown.
+//! The report's figures, each a 2x PNG, an SVG and a PDF drawn by `dlsim-plot`: JCT CDF per
+//! policy, cluster CPU use and allocation over time, throughput of selected jobs, and the
+//! failure breakdown.
 //!
-//! Time series come from the first run of each policy (seeds differ only in noise); the
-//! CDF pools every seed. Throughput uses `observations.csv` when a run traced it (samples/s
-//! summed over the job's workers at each sampling instant); otherwise each selected job's
-//! mean rate over its life (steps done / (end - start)), drawn as a flat segment.
+//! Seeds are shown as bands, not hidden: the JCT CDF is the mean of each seed's empirical
+//! CDF on a log-spaced grid (log x axis, since JCTs span minutes to days), with a band
+//! from the lowest to the highest seed; utilisation over time is the mean over seeds with
+//! the same min-max band (a run that has ended counts as an empty cluster). Throughput is
+//! what the profiler saw (`observations.csv`, replays with `--trace-observations`):
+//! samples/s summed over a job's workers at each sampling instant, held until the next
+//! (a step function) and 0 from the job's end, one colour per policy. Without traced
+//! observations there is no throughput over time to draw, and the figure is left out.
+//!
+//! Each figure is built by a pure function of the runs ([`specs`]) and then written, so
+//! the tests render exactly what the report writes.
 
-use crate::aggregate::{completed_jobs, floats, policies, strings, Run};
-use dlsim_plot::{bar_chart, line_chart, Chart, Series};
+use crate::aggregate::{floats, policies, strings, Run};
+use dlsim_plot::{Body, Chart, Legend, Mark, Scale, Series};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A written figure: its file stem, caption, and PNG and SVG paths.
+/// A written figure: its file stem, caption, PNG, SVG and PDF paths, and its plot area in
+/// SVG units (which `report.html` marks on the inlined SVG, for checks in a browser).
 pub struct Figure {
     pub stem: String,
     pub caption: String,
-    pub files: [PathBuf; 2],
+    pub files: [PathBuf; 3],
+    pub plot_area: dlsim_plot::PixelRect,
+}
+
+/// A figure to draw: stem, caption and what `dlsim-plot` draws.
+pub struct Spec {
+    pub stem: String,
+    pub caption: String,
+    pub figure: dlsim_plot::Figure,
 }
 
 /// Draws every figure into `dir`.
 pub fn draw_all(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    for spec in specs(runs, baseline)? {
+        let files = spec.figure.write(&dir.join(&spec.stem))?;
+        let (_, plot_area) = spec.figure.svg()?;
+        out.push(Figure {
+            stem: spec.stem,
+            caption: spec.caption,
+            files,
+            plot_area,
+        });
+    }
+    Ok(out)
+}
+
+/// Every figure of the report, in order.
+pub fn specs(runs: &[Run], baseline: &str) -> anyhow::Result<Vec<Spec>> {
     let mut out = vec![
-        jct_cdf(runs, dir)?,
-        timeline_figure(runs, dir, "utilisation", "cpu_used", "CPU cores in use")?,
-        timeline_figure(runs, dir, "allocation", "cpu_alloc", "CPU cores allocated")?,
+        jct_cdf(runs)?,
+        timeline_figure(runs, "utilisation", "cpu_used", "CPU cores in use")?,
+        timeline_figure(runs, "allocation", "cpu_alloc", "CPU cores allocated")?,
     ];
-    out.push(throughput(runs, baseline, dir)?);
-    out.push(failures(runs, dir)?);
+    out.extend(throughput(runs, baseline)?);
+    out.push(failures(runs)?);
     Ok(out)
 }
 
@@ -36,100 +68,176 @@ fn chart(title: &str, x: &str, y: &str) -> Chart {
         title: title.into(),
         x_label: x.into(),
         y_label: y.into(),
+        ..Chart::default()
     }
 }
 
-fn figure(stem: &str, caption: String, files: [PathBuf; 2]) -> Figure {
-    Figure {
+fn spec(stem: &str, caption: String, chart: Chart, body: Body) -> Spec {
+    Spec {
         stem: stem.into(),
         caption,
-        files,
+        figure: dlsim_plot::Figure { chart, body },
     }
 }
 
-/// Empirical CDF of JCT (hours) per policy, as a step line. The x axis stops at the
-/// largest policy's 99th percentile so a few very long jobs do not squash the body.
-fn jct_cdf(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
-    let mut sorted = Vec::new();
-    for policy in policies(runs) {
-        let jobs = completed_jobs(runs, &policy)?;
-        let mut jct: Vec<f64> = floats(&jobs, "jct_s")?.iter().map(|s| s / 3600.0).collect();
-        jct.sort_by(f64::total_cmp);
-        sorted.push((policy, jct));
-    }
-    let x_max = sorted
+/// Runs of `policy`, in input order.
+fn runs_of<'a>(runs: &'a [Run], policy: &'a str) -> impl Iterator<Item = &'a Run> + 'a {
+    runs.iter().filter(move |r| r.policy == policy)
+}
+
+/// Mean and (min, max) over `values` (not empty).
+fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let n = values.len() as f64;
+    let (lo, hi) = values
         .iter()
-        .map(|(_, j)| dlsim_model::metrics::quantile(j, 0.99))
-        .fold(0.0, f64::max);
-    let mut series = Vec::new();
-    for (policy, jct) in sorted {
-        let n = jct.len() as f64;
-        let mut points = vec![(0.0, 0.0)];
-        for (i, &x) in jct.iter().enumerate() {
-            if x > x_max {
-                points.push((x_max, i as f64 / n));
-                break;
-            }
-            points.push((x, i as f64 / n));
-            points.push((x, (i + 1) as f64 / n));
-        }
-        series.push(Series {
-            name: policy,
-            points,
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
         });
-    }
-    let files = line_chart(
-        &dir.join("jct_cdf"),
-        &chart(
-            "JCT CDF per policy (every seed)",
-            "JCT (hours)",
-            "fraction of completed jobs",
-        ),
-        &series,
-    )?;
-    Ok(figure(
-        "jct_cdf",
-        format!("JCT CDF per policy (completed jobs of every seed; x axis cut at {x_max:.1} h, the largest 99th percentile)"),
-        files,
-    ))
+    (values.iter().sum::<f64>() / n, lo, hi)
 }
 
-/// The first run of `policy`, one of [`policies`]`(runs)`.
-fn first_run<'a>(runs: &'a [Run], policy: &str) -> &'a Run {
-    runs.iter()
-        .find(|r| r.policy == policy)
-        .expect("policy has a run")
+/// `n` points from `lo` to `hi`, evenly spaced in log.
+fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let (a, b) = (lo.log10(), hi.log10());
+    let mut grid: Vec<f64> = (0..n)
+        .map(|i| 10f64.powf(a + (b - a) * i as f64 / (n - 1) as f64))
+        .collect();
+    // Exact ends, so the CDF reaches 1 at the longest job.
+    grid[0] = lo;
+    grid[n - 1] = hi;
+    grid
 }
 
-/// One timeline column over time (hours), first run of each policy.
-fn timeline_figure(
-    runs: &[Run],
-    dir: &Path,
-    stem: &str,
-    column: &str,
-    what: &str,
-) -> anyhow::Result<Figure> {
-    let mut series = Vec::new();
+/// Fraction of `sorted` at or below `x`.
+fn ecdf(sorted: &[f64], x: f64) -> f64 {
+    sorted.partition_point(|&v| v <= x) as f64 / sorted.len().max(1) as f64
+}
+
+/// JCT CDF per policy on a log x axis: mean of the seeds' CDFs, band min to max.
+fn jct_cdf(runs: &[Run]) -> anyhow::Result<Spec> {
+    let mut per_policy = Vec::new();
     for policy in policies(runs) {
-        let run = first_run(runs, &policy);
-        let t = floats(&run.timeline, "time_s")?;
-        let y = floats(&run.timeline, column)?;
+        let mut seeds = Vec::new();
+        for run in runs_of(runs, &policy) {
+            let mut jct: Vec<f64> = completed_hours(run)?;
+            jct.sort_by(f64::total_cmp);
+            if !jct.is_empty() {
+                seeds.push(jct);
+            }
+        }
+        per_policy.push((policy, seeds));
+    }
+    let all = per_policy.iter().flat_map(|(_, s)| s.iter().flatten());
+    let (lo, hi) = all
+        .filter(|v| **v > 0.0)
+        .fold((f64::INFINITY, 0f64), |(l, h), &v| (l.min(v), h.max(v)));
+    let grid = if lo.is_finite() && hi > lo {
+        log_grid(lo, hi, 240)
+    } else {
+        Vec::new()
+    };
+    let mut series = Vec::new();
+    for (i, (policy, seeds)) in per_policy.into_iter().enumerate() {
+        let mut s = Series {
+            name: format!("{policy} ({} seeds)", seeds.len()),
+            colour: Some(i),
+            mark: Mark::Step,
+            ..Series::default()
+        };
+        if !seeds.is_empty() {
+            for &x in &grid {
+                let f: Vec<f64> = seeds.iter().map(|jct| ecdf(jct, x)).collect();
+                let (mean, low, high) = spread(&f);
+                s.points.push((x, mean));
+                s.band.push((x, low, high));
+            }
+        }
+        series.push(s);
+    }
+    Ok(spec(
+        "jct_cdf",
+        "JCT CDF per policy (completed jobs; line: mean of the seeds' CDFs, band: lowest to highest seed; log x axis)".into(),
+        Chart {
+            x_scale: Scale::Log,
+            y_range: Some((0.0, 1.0)),
+            legend: Legend::UpperLeft,
+            ..chart("JCT CDF per policy", "JCT (hours, log scale)", "fraction of completed jobs")
+        },
+        Body::Series(series),
+    ))
+}
+
+fn completed_hours(run: &Run) -> anyhow::Result<Vec<f64>> {
+    let status = strings(&run.jobs, "status")?;
+    let jct = strings(&run.jobs, "jct_s")?;
+    Ok(status
+        .iter()
+        .zip(&jct)
+        .filter(|(s, _)| *s == "completed")
+        .filter_map(|(_, j)| j.parse::<f64>().ok())
+        .map(|s| s / 3600.0)
+        .collect())
+}
+
+/// One timeline column over time (hours) per policy: mean over seeds, band min to max.
+fn timeline_figure(runs: &[Run], stem: &str, column: &str, what: &str) -> anyhow::Result<Spec> {
+    let mut series = Vec::new();
+    for (i, policy) in policies(runs).into_iter().enumerate() {
+        let mut seeds: Vec<Vec<(u64, f64)>> = Vec::new();
+        for run in runs_of(runs, &policy) {
+            let t = floats(&run.timeline, "time_s")?;
+            let y = floats(&run.timeline, column)?;
+            seeds.push(t.iter().map(|t| *t as u64).zip(y).collect());
+        }
+        let (points, band) = mean_band(&seeds);
         series.push(Series {
-            name: format!("{policy} (seed {})", run.seed),
-            points: t.iter().map(|t| t / 3600.0).zip(y).collect(),
+            name: format!("{policy} ({} seeds)", seeds.len()),
+            points,
+            band,
+            colour: Some(i),
+            mark: Mark::Line,
         });
     }
-    let title = format!("{what} over time");
-    let files = line_chart(
-        &dir.join(stem),
-        &chart(&title, "time (hours)", what),
-        &series,
-    )?;
-    Ok(figure(
+    Ok(spec(
         stem,
-        format!("Cluster {what} over time (first seed of each policy)"),
-        files,
+        format!("Cluster {what} over time (line: mean over seeds, band: lowest to highest seed)"),
+        chart(&format!("{what} over time"), "time (hours)", what),
+        Body::Series(series),
     ))
+}
+
+/// A line and its band, as [`Series`] holds them.
+type LineBand = (Vec<(f64, f64)>, Vec<(f64, f64, f64)>);
+
+/// Mean and min-max band over seeds of sampled series `(time_s, value)`, on the union of
+/// their sampling times (hours). A seed holds its last value between its samples, and is 0
+/// after its last one (its run had ended: nothing running, nothing allocated).
+fn mean_band(seeds: &[Vec<(u64, f64)>]) -> LineBand {
+    let mut times: Vec<u64> = seeds.iter().flatten().map(|p| p.0).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut at = vec![0usize; seeds.len()];
+    let (mut points, mut band) = (Vec::new(), Vec::new());
+    for t in times {
+        let values: Vec<f64> = seeds
+            .iter()
+            .zip(&mut at)
+            .map(|(s, i)| {
+                while *i + 1 < s.len() && s[*i + 1].0 <= t {
+                    *i += 1;
+                }
+                match s.get(*i) {
+                    Some(&(t0, v)) if t0 <= t && (*i + 1 < s.len() || t0 == t) => v,
+                    _ => 0.0,
+                }
+            })
+            .collect();
+        let (mean, lo, hi) = spread(&values);
+        let h = t as f64 / 3600.0;
+        points.push((h, mean));
+        band.push((h, lo, hi));
+    }
+    (points, band)
 }
 
 /// Up to three completed jobs of the baseline's first run: those at the 25th, 50th and
@@ -161,64 +269,69 @@ fn selected_jobs(runs: &[Run], baseline: &str) -> anyhow::Result<Vec<i64>> {
     Ok(out)
 }
 
-fn throughput(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Figure> {
+/// Throughput over time of the selected jobs, one step function per job and policy, one
+/// colour per policy; `None` when no run traced its observations.
+fn throughput(runs: &[Run], baseline: &str) -> anyhow::Result<Option<Spec>> {
+    if runs.iter().all(|r| r.observations.is_none()) {
+        return Ok(None);
+    }
     let jobs = selected_jobs(runs, baseline)?;
-    let traced = runs.iter().all(|r| r.observations.is_some());
     let mut series = Vec::new();
-    for policy in policies(runs) {
-        let run = first_run(runs, &policy);
-        let obs = match &run.observations {
-            Some(df) if traced => Some(Observations::of(df)?),
-            _ => None,
+    let mut untraced = Vec::new();
+    for (i, policy) in policies(runs).into_iter().enumerate() {
+        // The first run of the policy that traced its observations.
+        let Some((run, df)) =
+            runs_of(runs, &policy).find_map(|r| r.observations.as_ref().map(|df| (r, df)))
+        else {
+            untraced.push(policy);
+            continue;
         };
+        let obs = Observations::of(df)?;
+        let ends = job_ends(run)?;
         for &job in &jobs {
-            let points = if let Some(obs) = &obs {
-                obs.rate(job)
-            } else {
-                mean_rate(run, job)?
-            };
-            if !points.is_empty() {
-                series.push(Series {
-                    name: format!("{policy} job {job}"),
-                    points,
-                });
+            let mut points = obs.rate(job);
+            if points.is_empty() {
+                continue;
             }
+            if let Some(&end) = ends.get(&job) {
+                points.push((end / 3600.0, 0.0));
+            }
+            series.push(Series {
+                name: policy.clone(),
+                points,
+                colour: Some(i),
+                mark: Mark::Step,
+                ..Series::default()
+            });
         }
     }
-    let (y, caption) = if traced {
-        (
-            "samples/s",
-            "Throughput of selected jobs (observed samples/s summed over workers)",
-        )
-    } else {
-        (
-            "steps/s (mean over the job's life)",
-            "Throughput of selected jobs: mean steps/s from start to end (replay with observations traced for the per-interval series)",
-        )
-    };
-    let files = line_chart(
-        &dir.join("throughput"),
-        &chart("Throughput of selected jobs", "time (hours)", y),
-        &series,
-    )?;
-    Ok(figure("throughput", caption.into(), files))
+    let mut caption = format!(
+        "Throughput of jobs {} (the baseline's 25th, 50th and 90th percentile of JCT): observed samples/s summed over workers, held until the next sample; first traced seed of each policy",
+        jobs.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", ")
+    );
+    if !untraced.is_empty() {
+        caption.push_str(&format!(
+            "; not traced (replay with --trace-observations): {}",
+            untraced.join(", ")
+        ));
+    }
+    Ok(Some(spec(
+        "throughput",
+        caption,
+        chart("Throughput of selected jobs", "time (hours)", "samples/s"),
+        Body::Series(series),
+    )))
 }
 
-fn mean_rate(run: &Run, job: i64) -> anyhow::Result<Vec<(f64, f64)>> {
+/// End time (s) of every job of `run` that ended.
+fn job_ends(run: &Run) -> anyhow::Result<BTreeMap<i64, f64>> {
     let ids = floats(&run.jobs, "id")?;
-    let Some(row) = ids.iter().position(|&id| id as i64 == job) else {
-        return Ok(Vec::new());
-    };
-    let cell = |name: &str| -> anyhow::Result<Option<f64>> {
-        Ok(strings(&run.jobs, name)?[row].parse::<f64>().ok())
-    };
-    let (Some(start), Some(end), Some(steps)) =
-        (cell("start_s")?, cell("end_s")?, cell("steps_done")?)
-    else {
-        return Ok(Vec::new());
-    };
-    let rate = steps / (end - start).max(1e-9);
-    Ok(vec![(start / 3600.0, rate), (end / 3600.0, rate)])
+    let ends = strings(&run.jobs, "end_s")?;
+    Ok(ids
+        .iter()
+        .zip(ends)
+        .filter_map(|(id, e)| Some((*id as i64, e.parse::<f64>().ok()?)))
+        .collect())
 }
 
 /// The columns of `observations.csv` the throughput figure reads, extracted once.
@@ -256,11 +369,11 @@ impl Observations {
     }
 }
 
-fn failures(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
+fn failures(runs: &[Run]) -> anyhow::Result<Spec> {
     let mut bars = Vec::new();
     for policy in policies(runs) {
         let mut by_reason: BTreeMap<String, f64> = BTreeMap::new();
-        let mine: Vec<&Run> = runs.iter().filter(|r| r.policy == policy).collect();
+        let mine: Vec<&Run> = runs_of(runs, &policy).collect();
         for r in &mine {
             let status = strings(&r.jobs, "status")?;
             let reason = strings(&r.jobs, "fail_reason")?;
@@ -279,25 +392,22 @@ fn failures(runs: &[Run], dir: &Path) -> anyhow::Result<Figure> {
                 .map(|(why, n)| (format!("{policy}: {why}"), n)),
         );
     }
-    let files = bar_chart(
-        &dir.join("failures"),
-        &chart(
+    Ok(spec(
+        "failures",
+        "Failure breakdown: failed jobs by reason, mean per run".into(),
+        chart(
             "Failed jobs by reason",
             "policy: reason",
             "failed jobs per run",
         ),
-        &bars,
-    )?;
-    Ok(figure(
-        "failures",
-        "Failure breakdown: failed jobs by reason, mean per run".into(),
-        files,
+        Body::Bars(bars),
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsim_plot::Series;
     use polars::prelude::*;
 
     #[test]
@@ -312,5 +422,155 @@ mod tests {
         let obs = Observations::of(&obs).unwrap();
         assert_eq!(obs.rate(5), [(300.0 / 3600.0, 3.5)]);
         assert_eq!(obs.rate(6), [(600.0 / 3600.0, 4.0)]);
+    }
+
+    /// A run of `policy` and `seed`: 40 jobs whose JCTs span 1 min to ~3 days (scaled by
+    /// `slow`), a spiky CPU timeline ending at `end_h`, and traced observations.
+    fn run(policy: &str, seed: u64, slow: f64, end_h: u64) -> Run {
+        let n = 40;
+        let jct: Vec<f64> = (0..n)
+            .map(|i| 60.0 * 1.2f64.powi(i) * slow * (1.0 + seed as f64 / 2.0))
+            .collect();
+        let status: Vec<&str> = (0..n)
+            .map(|i| if i % 9 == 4 { "failed" } else { "completed" })
+            .collect();
+        let reason: Vec<&str> = (0..n)
+            .map(|i| if i % 9 == 4 { "oom" } else { "" })
+            .collect();
+        let start: Vec<f64> = (0..n).map(|i| i as f64 * 600.0).collect();
+        let end: Vec<f64> = start.iter().zip(&jct).map(|(s, j)| s + j).collect();
+        let jobs = df!(
+            "id" => (0..n as i64).collect::<Vec<_>>(),
+            "status" => status,
+            "fail_reason" => reason,
+            "jct_s" => jct,
+            "start_s" => start,
+            "end_s" => end,
+        )
+        .unwrap();
+        let t: Vec<i64> = (0..=(end_h * 12) as i64).map(|i| i * 300).collect();
+        let cpu: Vec<f64> = (0..t.len())
+            .map(|i| {
+                if i % 5 == 0 {
+                    900.0
+                } else {
+                    (i % 7) as f64 * 40.0
+                }
+            })
+            .collect();
+        let timeline =
+            df!("time_s" => t.clone(), "cpu_used" => cpu.clone(), "cpu_alloc" => cpu).unwrap();
+        let obs_t: Vec<i64> = (0..200).map(|i| i * 300).collect();
+        let observations = df!(
+            "time_s" => obs_t.clone(),
+            "job" => obs_t.iter().map(|t| (t / 300) % n as i64).collect::<Vec<_>>(),
+            "role" => vec!["worker"; 200],
+            "samples_per_s" => obs_t.iter().map(|t| Some(100.0 + (t % 1700) as f64 * slow)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        Run {
+            dir: PathBuf::from(format!("{policy}-{seed}")),
+            policy: policy.into(),
+            seed,
+            summary: serde_json::json!({}),
+            jobs,
+            timeline,
+            observations: Some(observations),
+        }
+    }
+
+    fn runs() -> Vec<Run> {
+        let mut out = Vec::new();
+        for seed in 0..3 {
+            out.push(run("static", seed, 1.0, 30 + seed));
+            out.push(run("dlrover", seed, 0.3, 20 + 2 * seed));
+        }
+        out
+    }
+
+    #[test]
+    fn every_figure_is_drawn_inside_its_axes() {
+        let specs = specs(&runs(), "static").unwrap();
+        let stems: Vec<&str> = specs.iter().map(|s| s.stem.as_str()).collect();
+        assert_eq!(
+            stems,
+            [
+                "jct_cdf",
+                "utilisation",
+                "allocation",
+                "throughput",
+                "failures"
+            ]
+        );
+        for s in &specs {
+            let strays = s.figure.stray_pixels().unwrap();
+            assert!(strays.inside > 1_000, "{}: {strays:?}", s.stem);
+            assert_eq!(strays.outside, 0, "{}: drawn outside its axes", s.stem);
+        }
+    }
+
+    fn series(spec: &Spec) -> &[Series] {
+        match &spec.figure.body {
+            Body::Series(s) => s,
+            Body::Bars(_) => panic!("{} has bars", spec.stem),
+        }
+    }
+
+    #[test]
+    fn jct_cdf_is_on_a_log_axis_with_a_band_across_seeds() {
+        let cdf = jct_cdf(&runs()).unwrap();
+        assert_eq!(cdf.figure.chart.x_scale, Scale::Log);
+        let s = series(&cdf);
+        assert_eq!(s.len(), 2);
+        for one in s {
+            assert_eq!(one.points.len(), one.band.len());
+            // A CDF: non-decreasing, ends at 1, band around the mean.
+            assert!(one.points.windows(2).all(|w| w[1].1 >= w[0].1));
+            assert_eq!(one.points.last().unwrap().1, 1.0);
+            assert!(one
+                .points
+                .iter()
+                .zip(&one.band)
+                .all(|(p, b)| b.1 <= p.1 && p.1 <= b.2));
+            // Seeds differ, so the band is not flat.
+            assert!(one.band.iter().any(|b| b.2 - b.1 > 0.05), "{}", one.name);
+        }
+        // The faster policy's CDF rises first.
+        let at = |s: &Series, x: f64| s.points.iter().rev().find(|p| p.0 <= x).unwrap().1;
+        assert!(at(&s[1], 1.0) > at(&s[0], 1.0));
+    }
+
+    #[test]
+    fn utilisation_is_the_mean_over_seeds_with_a_min_max_band() {
+        // Seed a: 10 at 0 s, 20 at 300 s (then ended); seed b: 30 at 0, 30 at 300, 30 at 600.
+        let (points, band) = mean_band(&[
+            vec![(0, 10.0), (300, 20.0)],
+            vec![(0, 30.0), (300, 30.0), (600, 30.0)],
+        ]);
+        assert_eq!(
+            points,
+            [(0.0, 20.0), (300.0 / 3600.0, 25.0), (600.0 / 3600.0, 15.0)]
+        );
+        assert_eq!(band[2], (600.0 / 3600.0, 0.0, 30.0));
+    }
+
+    #[test]
+    fn throughput_is_a_step_function_per_job_with_one_colour_per_policy() {
+        let spec = throughput(&runs(), "static").unwrap().unwrap();
+        let s = series(&spec);
+        assert!(s.len() >= 4, "{}", s.len());
+        for one in s {
+            assert_eq!(one.mark, Mark::Step);
+            assert!(one.points.len() >= 3, "a series over time, not a flat mean");
+            assert_eq!(one.points.last().unwrap().1, 0.0, "0 from the job's end");
+            let colour = if one.name == "static" { 0 } else { 1 };
+            assert_eq!(one.colour, Some(colour), "{}", one.name);
+        }
+        // Without traced observations there is no figure rather than a made-up one.
+        let mut untraced = runs();
+        for r in &mut untraced {
+            r.observations = None;
+        }
+        assert!(throughput(&untraced, "static").unwrap().is_none());
     }
 }

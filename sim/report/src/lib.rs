@@ -2,6 +2,7 @@
 //!
 //! - [`sweep`]: sweep files and their grid of points (pure: same file, same points and seeds).
 //! - [`exec`]: running, resuming, merging and summarising a sweep folder.
+//! - [`jobs`]: `jobs.parquet`, every job of every run of a sweep in one table.
 //! - [`results`]: the per-run results table and the seed-paired ablation statistics.
 //! - [`check`]: baseline files of golden metrics, tolerances, and the regression diff.
 //! - [`aggregate`], [`figures`], [`render`]: `dlsim report`, from run folders to tables,
@@ -15,6 +16,7 @@ pub mod aggregate;
 pub mod check;
 pub mod exec;
 pub mod figures;
+pub mod jobs;
 pub mod render;
 pub mod results;
 pub mod sweep;

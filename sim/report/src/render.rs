@@ -3,7 +3,8 @@
 //! CSV and Parquet, and every figure as PNG and SVG.
 
 use crate::aggregate::{
-    deltas_table, failures_table, load_runs, policies, policy_stats, summary_table,
+    deltas, deltas_table, deltas_view, failures_table, load_runs, policies, policy_stats,
+    provenance, summary_table,
 };
 use crate::figures::{draw_all, Figure};
 use crate::table::{escape, write_text, Table};
@@ -39,12 +40,22 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
         .iter()
         .map(|p| policy_stats(&runs, p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (deltas, headlines) = deltas_table(&stats, &baseline);
-    let tables = vec![summary_table(&stats), deltas, failures_table(&runs)?];
+    let deltas = deltas(&runs, &baseline)?;
+    let (view, headlines) = deltas_view(&deltas, &baseline);
+    let provenance = provenance(&runs);
+    // Written as tidy CSV and Parquet; the deltas are shown as `view` in the documents.
+    let mut data = vec![
+        summary_table(&stats),
+        deltas_table(&deltas, &baseline),
+        failures_table(&runs)?,
+    ];
     let mut table_files = Vec::new();
-    for t in &tables {
+    for t in &mut data {
+        t.provenance = provenance.clone();
         table_files.extend(t.write(out)?);
     }
+    let [summary, _, failures] = <[Table; 3]>::try_from(data).expect("three tables");
+    let tables = vec![summary, view, failures];
     let figures = draw_all(&runs, &baseline, out)?;
     let sources: Vec<String> = runs
         .iter()
@@ -79,6 +90,13 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
+    /// Why the throughput figure is absent, when it is.
+    fn missing_throughput(&self) -> Option<&'static str> {
+        (!self.figures.iter().any(|f| f.stem == "throughput")).then_some(
+            "No throughput figure: no run traced what the profiler saw (replay with `--trace-observations`).",
+        )
+    }
+
     fn markdown(&self) -> String {
         let mut md = String::from("# dlsim report\n\n");
         writeln!(md, "Baseline policy: `{}`.\n", self.baseline).unwrap();
@@ -103,10 +121,13 @@ impl Doc<'_> {
         for f in self.figures {
             writeln!(
                 md,
-                "\n### {}\n\n![{}]({}.png) ([SVG]({}.svg))",
-                f.caption, f.stem, f.stem, f.stem
+                "\n### {}\n\n![{}]({}.png) ([SVG]({}.svg), [PDF]({}.pdf))",
+                f.caption, f.stem, f.stem, f.stem, f.stem
             )
             .unwrap();
+        }
+        if let Some(note) = self.missing_throughput() {
+            writeln!(md, "\n{note}").unwrap();
         }
         md.push_str("\n## Runs\n\n");
         for s in self.sources {
@@ -156,11 +177,24 @@ impl Doc<'_> {
             let svg = std::fs::read_to_string(&f.files[1])
                 .with_context(|| format!("reading {}", f.files[1].display()))?;
             let svg = svg.trim_start_matches(|c| c != '<');
+            // The plot area, so a browser can check that no mark leaves it.
+            let a = f.plot_area;
+            let svg = svg.replacen(
+                "<svg ",
+                &format!(
+                    "<svg data-plot-area=\"{} {} {} {}\" ",
+                    a.x.0, a.y.0, a.x.1, a.y.1
+                ),
+                1,
+            );
             writeln!(
                 h,
                 "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
                 escape(&f.caption)
             )?;
+        }
+        if let Some(note) = self.missing_throughput() {
+            writeln!(h, "<p>{}</p>", escape(&note.replace('`', "")))?;
         }
         h.push_str("<h2>Runs</h2>\n<ul>\n");
         for s in self.sources {

@@ -66,6 +66,8 @@ pub fn results_table(param_keys: &[String], runs: &[RunResult]) -> Table {
     cols.extend(METRICS);
     let mut t = Table::new("results", "Every run of the sweep", &cols);
     for r in runs {
+        let scenario = r.summary["scenario"].as_str().unwrap_or("?");
+        t.provenance.add(scenario, &r.point.policy, r.point.seed);
         let mut row: Vec<Cell> = vec![
             r.point.id.clone().into(),
             r.point.policy.clone().into(),
@@ -126,6 +128,31 @@ pub struct Delta {
 }
 
 impl Delta {
+    /// The paired difference of `(variant, against)` pairs: mean and Student t 95% CI
+    /// (NaN bounds with one pair); `None` without pairs.
+    pub fn from_pairs(pairs: &[(f64, f64)]) -> Option<Delta> {
+        if pairs.is_empty() {
+            return None;
+        }
+        let n = pairs.len();
+        let diffs: Vec<f64> = pairs.iter().map(|(x, y)| x - y).collect();
+        let mean = diffs.iter().sum::<f64>() / n as f64;
+        let half = if n > 1 {
+            let var = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            t975(n - 1) * (var / n as f64).sqrt()
+        } else {
+            f64::NAN
+        };
+        Some(Delta {
+            variant_mean: pairs.iter().map(|p| p.0).sum::<f64>() / n as f64,
+            against_mean: pairs.iter().map(|p| p.1).sum::<f64>() / n as f64,
+            mean,
+            ci_low: mean - half,
+            ci_high: mean + half,
+            n,
+        })
+    }
+
     pub fn pct(&self) -> f64 {
         if self.against_mean.abs() > 0.0 {
             100.0 * self.mean / self.against_mean
@@ -257,26 +284,7 @@ fn paired<'a>(
             }
         }
     }
-    if pairs.is_empty() {
-        return None;
-    }
-    let n = pairs.len();
-    let diffs: Vec<f64> = pairs.iter().map(|(x, y)| x - y).collect();
-    let mean = diffs.iter().sum::<f64>() / n as f64;
-    let half = if n > 1 {
-        let var = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        t975(n - 1) * (var / n as f64).sqrt()
-    } else {
-        f64::NAN
-    };
-    Some(Delta {
-        variant_mean: pairs.iter().map(|p| p.0).sum::<f64>() / n as f64,
-        against_mean: pairs.iter().map(|p| p.1).sum::<f64>() / n as f64,
-        mean,
-        ci_low: mean - half,
-        ci_high: mean + half,
-        n,
-    })
+    Delta::from_pairs(&pairs)
 }
 
 pub use dlsim_fit::metrics::t975;
@@ -301,6 +309,7 @@ pub fn ablation_table(ablation: &Ablation) -> Table {
             "seeds",
         ],
     );
+    t.units = long_units();
     for (c, deltas) in ablation {
         for ((metric, _, _), d) in ABLATION_METRICS.iter().zip(deltas) {
             if let Some(d) = d {
@@ -322,6 +331,23 @@ pub fn ablation_table(ablation: &Ablation) -> Table {
         }
     }
     t
+}
+
+/// Units of the value columns of a long table with one `metric` per row.
+pub fn long_units() -> std::collections::BTreeMap<String, String> {
+    let of_metric =
+        "unit of the row's `metric` (its name says: _s seconds; jcr and utilisation fractions 0-1)";
+    [
+        "variant_mean",
+        "against_mean",
+        "delta",
+        "ci95_low",
+        "ci95_high",
+    ]
+    .iter()
+    .map(|c| (c.to_string(), of_metric.to_string()))
+    .chain([("delta_pct".to_string(), "% of against_mean".to_string())])
+    .collect()
 }
 
 /// The ablation as one row per comparison: JCT deltas in %, rates in percentage points,

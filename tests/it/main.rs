@@ -10,6 +10,7 @@ mod elastic;
 mod faults;
 mod golden;
 mod importers;
+mod limits;
 mod online;
 mod outputs;
 mod paired;

@@ -180,6 +180,11 @@ pub fn repair(
     Ok(())
 }
 
+/// The largest number any source field may hold (issue #21): Unix times in seconds and
+/// memory in KiB stay far below it, while `1e20` is refused naming its column. What the
+/// numbers become is then held to the trace limits (`JobSpec::validate`).
+pub const MAX_SOURCE_NUMBER: f64 = 1e12;
+
 /// The fields of one delimited row, named by a schema for error messages.
 pub struct Row<'a> {
     cols: Vec<&'a str>,
@@ -229,7 +234,12 @@ impl<'a> Row<'a> {
             return Ok(None);
         }
         match raw.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(Some(v)),
+            Ok(v) if v.is_finite() && v.abs() <= MAX_SOURCE_NUMBER => Ok(Some(v)),
+            Ok(v) if v.is_finite() => Err(RowError::new(
+                self.names[i],
+                "too large",
+                format!("{v:e} is over the limit of {MAX_SOURCE_NUMBER:e} on any source number"),
+            )),
             _ => Err(RowError::new(
                 self.names[i],
                 "not a number",

@@ -24,7 +24,7 @@ pub fn run(scenario: &Scenario, policy: Box<dyn Policy>) -> RunOutput {
     let mut queue: EventQueue<Event> = EventQueue::with_capacity(1 << 16);
     let mut world = World::new(scenario, policy, &mut queue);
     let (events, last) = dlsim_engine::run(&mut world, &mut queue);
-    world.finish(last);
+    world.finish(last, !queue.is_empty());
     let name = if scenario.file.name.is_empty() {
         scenario
             .path

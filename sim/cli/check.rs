@@ -60,7 +60,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             unblessed.push(label.clone());
             continue;
         }
-        diffs.extend(compare(&base, label, summary).map_err(|e| BadInput(format!("{e:#}")))?);
+        let named = |e: anyhow::Error| BadInput(format!("{}: {e:#}", args.baseline.display()));
+        diffs.extend(compare(&base, label, summary).map_err(named)?);
     }
     print!("{}", diff_table(&diffs).markdown());
     let regressed = diffs

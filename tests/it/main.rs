@@ -11,6 +11,7 @@ mod faults;
 mod golden;
 mod importers;
 mod limits;
+mod mutation;
 mod online;
 mod outputs;
 mod paired;

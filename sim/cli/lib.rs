@@ -6,6 +6,7 @@ mod check;
 mod replay;
 mod report;
 mod reproduce;
+mod swarm;
 mod sweep;
 mod trace;
 
@@ -62,6 +63,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Run the papers' experiments and put every published number next to dlsim's.
     Reproduce(reproduce::ReproduceArgs),
+    /// Draw random scenarios under every policy and check the invariants (a VOPR-style swarm).
+    Swarm(swarm::SwarmArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -87,6 +90,7 @@ where
         Command::Check(args) => check::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Swarm(args) => swarm::run(&args),
         Command::Calibrate(args) => {
             dlsim_kernel::calibrate::run_cli(&args).map_err(|e| {
                 match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {

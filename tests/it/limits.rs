@@ -190,6 +190,7 @@ fn imports_refuse_numbers_that_would_break_the_replay() {
         ("openb", head("openb_pods.csv", 1) + "p,8000,30517,0,0,,BE,Running,100,1e20,100\n", "openb", Some(&nodes_openb), "deletion_time"),
         ("pai2020", head("pai_task_table.csv", 2) + "z,worker,8,Terminated,1590000010.0,1e20,600,29.3,,\n", "pai2020", Some(&nodes_pai), "end_time"),
         ("philly", head("philly.csv", 2) + "2017-10-09 07:01:55,1e20,1,66.0,11cb48\n", "philly", None, "duration"),
+        ("philly-year", head("philly.csv", 2) + "999999999999999999-10-09 07:01:55,66.0,1,66.0,11cb48\n", "philly", None, "timestamp"),
         ("philly-long", head("philly.csv", 2) + "2017-10-09 07:01:55,1e11,1,66.0,11cb48\n", "philly", None, "observed.duration_s"),
         ("dlrm2025", head("dlrm2025.csv", 2) + "i9,CN,app_9,1e20,64,0,0,1,1,330.0,330.0,240.0,300.0,-1,,,\n", "dlrm2025", None, "cpu_request"),
         ("dlrm2025-cores", head("dlrm2025.csv", 2) + "i9,CN,app_9,1e9,64,0,0,1,1,330.0,330.0,240.0,300.0,-1,,,\n", "dlrm2025", None, "worker_cpu"),
@@ -279,5 +280,24 @@ fn check_refuses_bad_tolerances_and_anonymous_summaries() {
         s.as_object_mut().unwrap().remove(key);
         std::fs::write(run.join("summary.json"), s.to_string()).unwrap();
         refused(key, &dir, check, &["summary.json", key]);
+    }
+}
+
+/// An importer's source without line breaks (`/dev/zero`) is refused at the line limit,
+/// not read until memory runs out: job traces and rate series alike.
+#[test]
+fn endless_import_input_is_refused() {
+    for format in ["philly", "openb", "qps"] {
+        let dir = scratch(&format!("limits-endless-{format}"));
+        let args = [
+            "trace",
+            "import",
+            "--format",
+            format,
+            "/dev/zero",
+            "--out",
+            "{dir}/out",
+        ];
+        refused(format, &dir, &args, &["/dev/zero:1"]);
     }
 }

@@ -99,11 +99,19 @@ impl Lines {
     }
 
     /// The next line without its line ending, with its 1-based number; `None` at the end.
+    /// A line is read with a limit (`dlsim_fsio::MAX_LINE_BYTES`): a source without line
+    /// breaks (`/dev/zero`) is an error, not an unbounded read (issue #21).
     pub fn next_line(&mut self) -> Result<Option<(usize, &str)>, InputError> {
         self.buf.clear();
         self.line_no += 1;
-        match self.reader.read_line(&mut self.buf) {
+        let limit = dlsim_fsio::MAX_LINE_BYTES;
+        match (&mut self.reader).take(limit + 1).read_line(&mut self.buf) {
             Ok(0) => Ok(None),
+            Ok(n) if n as u64 > limit => Err(InputError::new(
+                &self.path,
+                format!("a line longer than the input limit of {limit} bytes"),
+            )
+            .at_line(self.line_no)),
             Ok(_) => {
                 let text = self.buf.trim_end_matches(['\n', '\r']);
                 Ok(Some((self.line_no, text)))

@@ -86,6 +86,7 @@ fn scenario_settings_out_of_range_are_refused_on_load() {
     let cases: Vec<(&str, Settings, &str)> = vec![
         ("start-base", vec![("pods.start_base_s", json!(1e19))], "pods.start_base_s"),
         ("ckpt-cost", vec![("recovery.checkpoint_cost_s", json!(1e19))], "recovery.checkpoint_cost_s"),
+        ("ckpt-stall", vec![("recovery.checkpoint_cost_s", json!(86_400)), ("recovery.checkpoint_interval_s", json!(60))], "recovery.checkpoint_cost_s"),
         ("reload", vec![("recovery.reload_s", json!(1e19))], "recovery.reload_s"),
         ("repair", vec![("faults.node_repair_h", json!(1e19))], "faults.node_repair_h"),
         ("sigma", vec![("truth.job_variation_sigma", json!(1e9))], "truth.job_variation_sigma"),
@@ -127,7 +128,7 @@ fn trace_records_out_of_range_are_refused_with_their_line() {
         batch_files(&dir, &[], &[(field, v)]);
         refused(name, &dir, REPLAY, &["t.jsonl:4", field]);
     }
-    // An arrival past the run's limit (2e6 timeline intervals) fails on load, not after
+    // An arrival past the run's limit (1e6 timeline intervals) fails on load, not after
     // gigabytes of timeline.
     let dir = scratch("limits-trace-late");
     batch_files(

@@ -158,7 +158,10 @@ impl ElasticityConfig {
         let bandwidth = |v| in_range(v, MIN_BANDWIDTH_MB_S, MAX_BANDWIDTH_MB_S);
         check("elasticity.flash_mb_s", bandwidth(self.flash_mb_s))?;
         if let Some(v) = self.checkpoint_save_s {
-            check("elasticity.checkpoint_save_s", in_range(v, 0.0, MAX_TIME_S))?;
+            check(
+                "elasticity.checkpoint_save_s",
+                in_range(v, 0.0, MAX_STALL_S),
+            )?;
         }
         check("elasticity.storage_mb_s", bandwidth(self.storage_mb_s))?;
         if self.shard_batches == 0 {
@@ -320,20 +323,43 @@ impl RecoveryConfig {
                 "DLRover caps the budget at 5".into(),
             ));
         }
-        use dlsim_traces::limits::{in_range, off_or_in_range, MAX_TIME_S};
+        use dlsim_traces::limits::{in_range, off_or_in_range, MAX_STALL_S, MAX_TIME_S};
         // Up to five relaunches each multiply a pod's memory by this factor.
         in_range(self.oom_memory_factor, 1.0, 16.0)
             .map_err(|m| ("recovery.oom_memory_factor", m))?;
         // A checkpoint every few microseconds would stall training forever.
         off_or_in_range(self.checkpoint_interval_s, 1.0, MAX_TIME_S)
             .map_err(|m| ("recovery.checkpoint_interval_s", m))?;
-        for (f, v) in [
-            ("recovery.checkpoint_cost_s", self.checkpoint_cost_s),
-            ("recovery.reload_s", self.reload_s.unwrap_or(0.0)),
-            ("recovery.init_s", self.init_s),
-            ("recovery.pending_timeout_s", self.pending_timeout_s),
+        for (f, v, hi) in [
+            (
+                "recovery.checkpoint_cost_s",
+                self.checkpoint_cost_s,
+                MAX_STALL_S,
+            ),
+            (
+                "recovery.reload_s",
+                self.reload_s.unwrap_or(0.0),
+                MAX_STALL_S,
+            ),
+            ("recovery.init_s", self.init_s, MAX_STALL_S),
+            (
+                "recovery.pending_timeout_s",
+                self.pending_timeout_s,
+                MAX_TIME_S,
+            ),
         ] {
-            in_range(v, 0.0, MAX_TIME_S).map_err(|m| (f, m))?;
+            in_range(v, 0.0, hi).map_err(|m| (f, m))?;
+        }
+        // Cross-field: a job checkpointing longer than it trains between checkpoints would
+        // crawl until the run's time cap.
+        if self.checkpoint_interval_s > 0.0 && self.checkpoint_cost_s > self.checkpoint_interval_s {
+            return Err((
+                "recovery.checkpoint_cost_s",
+                format!(
+                    "a checkpoint of {} s every {} s stalls more than it trains: must be at most checkpoint_interval_s",
+                    self.checkpoint_cost_s, self.checkpoint_interval_s
+                ),
+            ));
         }
         Ok(())
     }

@@ -43,11 +43,11 @@ pub fn check(f: &ScenarioFile) -> Result<(), (String, String)> {
     )?;
     c(
         "pods.start_base_s",
-        in_range(f.pods.start_base_s, 0.0, MAX_TIME_S),
+        in_range(f.pods.start_base_s, 0.0, MAX_STALL_S),
     )?;
     c(
         "pods.start_per_core_s",
-        in_range(f.pods.start_per_core_s, 0.0, MAX_TIME_S / MAX_CORES),
+        in_range(f.pods.start_per_core_s, 0.0, MAX_STALL_S / 64.0),
     )?;
     let t = &f.truth;
     c(

@@ -91,11 +91,20 @@ fn faults(rng: &mut SimRng) -> Value {
 }
 
 fn recovery(rng: &mut SimRng) -> Value {
+    let interval: f64 = if rng.gen_bool(0.2) {
+        0.0
+    } else {
+        rng.gen_range(60.0..7_200.0)
+    };
+    // A checkpoint stalls at most as long as the training between two of them.
+    let cost = rng
+        .gen_range(0.0..120.0f64)
+        .min(if interval > 0.0 { interval } else { 120.0 });
     let mut r = json!({
         "restart_budget": rng.gen_range(0..6),
         "oom_memory_factor": rng.gen_range(1.0..3.0),
-        "checkpoint_interval_s": if rng.gen_bool(0.2) { 0.0 } else { rng.gen_range(60.0..7_200.0) },
-        "checkpoint_cost_s": rng.gen_range(0.0..120.0),
+        "checkpoint_interval_s": interval,
+        "checkpoint_cost_s": cost,
         "init_s": rng.gen_range(0.0..300.0),
         "pending_timeout_s": if rng.gen_bool(0.5) { 0.0 } else { rng.gen_range(60.0..7_200.0) },
     });

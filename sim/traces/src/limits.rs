@@ -13,8 +13,13 @@
 pub const MAX_TIME_S: f64 = 1e9;
 
 /// Timeline samples one run may take: a run ends at `timeline_interval_s` times this at
-/// the latest (`timeline.csv` and the in-memory timeline stay under about 200 MB).
-pub const MAX_TIMELINE_SAMPLES: u64 = 2_000_000;
+/// the latest (`timeline.csv` and the in-memory timeline stay under about 100 MB, and a
+/// run that barely progresses still ends in seconds).
+pub const MAX_TIMELINE_SAMPLES: u64 = 1_000_000;
+
+/// A stall of training (a checkpoint, a reload, a start-up): a day. Longer is no longer
+/// a stall, and would only stretch a run to its time cap.
+pub const MAX_STALL_S: f64 = 86_400.0;
 
 /// Nodes in one cluster (groups plus node list).
 pub const MAX_NODES: u64 = 100_000;

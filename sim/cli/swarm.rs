@@ -16,6 +16,9 @@ pub struct SwarmArgs {
     /// Stop starting new seeds after this many minutes of wall time.
     #[arg(long)]
     pub minutes: Option<f64>,
+    /// Worker threads [default: all cores]; results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Print a line for every seed, not only failures.
     #[arg(long, short)]
     pub verbose: bool,
@@ -29,6 +32,9 @@ pub fn run(a: &SwarmArgs) -> anyhow::Result<ExitCode> {
         seeds: a.seeds,
         from: a.from,
         minutes: a.minutes,
+        threads: a.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        }),
     };
     let report = dlsim_swarm::swarm(opts, |seed, result| match result {
         Err(why) => eprintln!(
@@ -38,9 +44,8 @@ pub fn run(a: &SwarmArgs) -> anyhow::Result<ExitCode> {
         Ok(what) if a.verbose => println!("seed {seed}: {what}"),
         Ok(_) => {}
     });
-    let last = a.from + report.ran.saturating_sub(1);
     println!(
-        "swarm: {} seeds ({}..={last}) in {:.1} s, {} failed",
+        "swarm: {} seeds from {} in {:.1} s, {} failed",
         report.ran,
         a.from,
         report.elapsed.as_secs_f64(),

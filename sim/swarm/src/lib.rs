@@ -19,6 +19,8 @@ use dlsim_model::Scenario;
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Batch policies, in the order seeds take them.
@@ -141,48 +143,69 @@ pub fn run_seed(seed: u64) -> Result<String, String> {
     }
 }
 
-/// How many seeds to run, from where, and for how long at most.
+/// How many seeds to run, from where, on how many threads, and for how long at most.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     pub seeds: u64,
     pub from: u64,
     pub minutes: Option<f64>,
+    pub threads: usize,
 }
 
 /// What a swarm did.
 #[derive(Debug, Default)]
 pub struct Report {
     pub ran: u64,
-    /// `(seed, why)` of every failed seed.
+    /// `(seed, why)` of every failed seed, in seed order.
     pub failures: Vec<(u64, String)>,
     pub elapsed: Duration,
 }
 
-/// Runs the seeds of `opts` in order, stopping early when `minutes` have passed, and
-/// calls `each` after every seed. Panics are caught (their message kept for the report,
+/// Runs the seeds of `opts` (each thread takes the next seed not yet taken), stopping
+/// early when `minutes` have passed, and calls `each` after every seed as results come
+/// in. Each seed's run depends on the seed alone, so the threads change only the order
+/// of the lines, never a result. Panics are caught (their message kept for the report,
 /// not printed by the default hook).
 pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) -> Report {
     let start = Instant::now();
     let budget = opts
         .minutes
         .map(|m| Duration::from_secs_f64(m.max(0.0) * 60.0));
+    let end = opts.from.saturating_add(opts.seeds);
+    let next = AtomicU64::new(opts.from);
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|info| {
         PANIC.with(|p| *p.borrow_mut() = Some(info.to_string()));
     }));
     let mut report = Report::default();
-    for seed in opts.from..opts.from.saturating_add(opts.seeds) {
-        if budget.is_some_and(|b| start.elapsed() >= b) {
-            break;
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..opts.threads.max(1) {
+            let (tx, next) = (tx.clone(), &next);
+            scope.spawn(move || loop {
+                if budget.is_some_and(|b| start.elapsed() >= b) {
+                    break;
+                }
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    break;
+                }
+                if tx.send((seed, run_seed(seed))).is_err() {
+                    break;
+                }
+            });
         }
-        let result = run_seed(seed);
-        report.ran += 1;
-        each(seed, &result);
-        if let Err(why) = result {
-            report.failures.push((seed, why));
+        drop(tx);
+        for (seed, result) in rx {
+            report.ran += 1;
+            each(seed, &result);
+            if let Err(why) = result {
+                report.failures.push((seed, why));
+            }
         }
-    }
+    });
     panic::set_hook(hook);
+    report.failures.sort_by_key(|f| f.0);
     report.elapsed = start.elapsed();
     report
 }

@@ -169,12 +169,23 @@ fn online_settings_out_of_range_are_refused_on_load() {
         ("bursts", "traffic.bursts_per_day", json!(1e9)),
         ("peak", "traffic.peak_sps", json!(1e308)),
         ("gpus", "cluster.gpus_per_node", json!(4_000_000_000u64)),
+
     ];
     for (name, key, v) in cases {
         let dir = scratch(&format!("limits-online-{name}"));
         online_file(&dir, key, v);
         refused(name, &dir, REPLAY, &["s.json", key]);
     }
+    // Cross-field: 8 CPU nodes hold 64 PS pods, times wp_ratio 0.1 = 6 workers, fewer
+    // than the 8 the job starts with (the swarm saw 14 workers on a 13-worker cluster).
+    let dir = scratch("limits-online-initial");
+    online_file(&dir, "job.wp_ratio", json!(0.1));
+    refused(
+        "initial",
+        &dir,
+        REPLAY,
+        &["s.json", "job.initial_workers", "[1, 6]"],
+    );
 }
 
 #[test]

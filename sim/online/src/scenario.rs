@@ -435,20 +435,25 @@ fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Resul
             "needs at least 4 worker counts >= 1 (and profile_repeats >= 1) to fit the model",
         ));
     }
-    let cluster_gpus = u64::from(f.cluster.gpu_nodes) * u64::from(f.cluster.gpus_per_node);
-    if j.initial_workers == 0 || u64::from(j.initial_workers) > cluster_gpus {
-        return Err(err(
-            "job.initial_workers",
-            "must be in [1, the cluster's GPUs]",
-        ));
-    }
-    // Cross-field: the PS pods of at least one worker must fit the CPU nodes.
-    if max_workers(f) == 0 {
+    // Cross-field: the PS pods of at least one worker must fit the CPU nodes, and the
+    // initial deployment must fit the cluster (one GPU per worker, its PS pods on the
+    // CPU nodes): a larger one ran more workers than the cluster holds (issue #21).
+    let most = max_workers(f);
+    if most == 0 {
         return Err(err(
             "job.wp_ratio",
             &format!(
                 "with {} CPU nodes of {} cores and PS pods of {} cores, wp_ratio {} leaves room for no worker",
                 f.cluster.cpu_nodes, f.cluster.cores_per_cpu_node, j.ps_cores, j.wp_ratio
+            ),
+        ));
+    }
+    if j.initial_workers == 0 || j.initial_workers > most {
+        return Err(err(
+            "job.initial_workers",
+            &format!(
+                "must be in [1, {most}], the workers the cluster holds (its GPUs, and room for their PS pods), got {}",
+                j.initial_workers
             ),
         ));
     }

@@ -138,6 +138,11 @@ pub fn online(seed: u64) -> Value {
     let mut rng = RngStreams::new(seed).stream("swarm-online");
     let gpu_nodes = rng.gen_range(1..6);
     let gpus = [4, 8][rng.gen_range(0..2)];
+    let cpu_nodes = rng.gen_range(2..10);
+    let wp_ratio: f64 = rng.gen_range(0.5..4.0);
+    // The workers the cluster holds: a GPU each, and their 8-core PS pods on the
+    // 64-core CPU nodes (`OnlineScenario::max_workers`).
+    let most = (gpu_nodes * gpus).min((f64::from(8 * cpu_nodes) * wp_ratio).floor() as u32);
     let lo = rng.gen_range(0.0..10.0);
     json!({
         "kind": "online",
@@ -148,12 +153,12 @@ pub fn online(seed: u64) -> Value {
         "cluster": {
             "gpu_nodes": gpu_nodes,
             "gpus_per_node": gpus,
-            "cpu_nodes": rng.gen_range(2..10),
+            "cpu_nodes": cpu_nodes,
             "cores_per_cpu_node": 64
         },
         "job": {
-            "wp_ratio": rng.gen_range(0.5..4.0),
-            "initial_workers": rng.gen_range(1..=gpu_nodes * gpus),
+            "wp_ratio": wp_ratio,
+            "initial_workers": rng.gen_range(1..=most.max(1)),
             "truth_sigma": rng.gen_range(0.0..0.3),
         },
         "traffic": {

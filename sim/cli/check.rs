@@ -89,7 +89,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             Checked::Run(label, summary) => compare(&base, label, summary),
             Checked::Pooled(g) => compare_pooled(&base, g),
         };
-        diffs.extend(compared.map_err(|e| BadInput(format!("{e:#}")))?);
+        let named = |e: anyhow::Error| BadInput(format!("{}: {e:#}", args.baseline.display()));
+        diffs.extend(compared.map_err(named)?);
     }
     // With --quiet, only the errors below (stderr) and the exit code speak.
     let say = |line: &str| {

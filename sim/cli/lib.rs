@@ -8,6 +8,7 @@ mod replay;
 mod report;
 mod reproduce;
 mod schema;
+mod swarm;
 mod sweep;
 mod trace;
 
@@ -72,6 +73,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Run the papers' experiments and put every published number next to dlsim's.
     Reproduce(reproduce::ReproduceArgs),
+    /// Draw random scenarios under every policy and check the invariants (a VOPR-style swarm).
+    Swarm(swarm::SwarmArgs),
 }
 
 /// Parses `args` and runs the chosen subcommand.
@@ -125,6 +128,7 @@ impl Command {
             Command::Check(a) => a.quiet,
             Command::Report(a) => a.quiet,
             Command::Reproduce(a) => a.quiet,
+            Command::Swarm(a) => a.quiet,
         }
     }
 }
@@ -140,6 +144,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Swarm(args) => swarm::run(&args),
         Command::Calibrate(args) => {
             use dlsim_model::perf::calibration::{load_truth, SHIPPED_PATH};
             let shipped = std::path::Path::new(SHIPPED_PATH);

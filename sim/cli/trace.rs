@@ -115,6 +115,10 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
                 gpu_job_fraction: a.gpu_fraction,
                 ..GeneratorConfig::default()
             };
+            if let Err((field, msg)) = cfg.validate() {
+                let flag = field.trim_start_matches("generate.").replace('_', "-");
+                return Err(BadInput(format!("--{flag}: {msg}")).into());
+            }
             let jobs = generate(&cfg, a.seed);
             let header = TraceHeader::new(serde_json::json!({
                 "generator": "dlsim trace gen (AntGroup-style)",

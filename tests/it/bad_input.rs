@@ -104,7 +104,7 @@ fn negative_cpu_is_rejected() {
         &dir,
         &s,
         &[],
-        &["trace.jsonl:3", "field `ps_cpu`", "positive"],
+        &["trace.jsonl:3", "field `ps_cpu`", "got -4"],
     );
 }
 
@@ -192,7 +192,17 @@ fn unknown_file_is_rejected() {
         &dir,
         &format!("{{ \"trace\": \"missing.jsonl\", \"cluster\": {CLUSTER} }}"),
     );
-    assert_rejected(&dir, &s, &[], &["missing.jsonl", "cannot open"]);
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &[
+            "scenario.json",
+            "field `trace`",
+            "missing.jsonl",
+            "does not exist",
+        ],
+    );
 }
 
 #[test]

@@ -12,6 +12,8 @@ mod faults;
 mod folders;
 mod golden;
 mod importers;
+mod limits;
+mod mutation;
 mod one_build;
 mod online;
 mod outputs;

@@ -67,12 +67,16 @@ fn online_scenario_replays_under_every_policy_with_kales_metrics() {
         let timeline = std::fs::read_to_string(out.join(policy).join("timeline.csv")).unwrap();
         assert_eq!(timeline.lines().count(), 1441, "{policy}: a row per minute");
     }
-    // Static provisioning never rescales; the forecaster MAPE is reported for each kind.
+    // Static provisioning never rescales. A day is too short to evaluate a forecaster (it
+    // needs a day of history): none is reported, rather than a null (issue #21).
     assert_eq!(summary(&out.join("adequate"))["downtime_min"], 0.0);
     let kale = summary(&out.join("kale"));
-    for f in ["oracle", "seasonal_naive", "holt_winters"] {
-        assert!(kale["forecast_mape_pct"].get(f).is_some(), "{f}");
-    }
+    let mape = kale["forecast_mape_pct"].as_object().unwrap();
+    assert!(
+        mape.values()
+            .all(|v| v.as_f64().is_some_and(f64::is_finite)),
+        "{mape:?}"
+    );
 }
 
 /// Kale (seed 003) with perfect foresight is the best case of its plan: Eq. 7's fewest

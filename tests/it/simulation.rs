@@ -1,368 +1,41 @@
 //! Simulation testing: random scenarios (cluster shapes, workloads, placement, faults,
-//! elasticity costs, seeds) run under `static` and under a chaos policy that fires random
-//! elastic actions, checked against the model's invariants: no over-allocation, every job
-//! accounted for, every shard trained exactly once. A failure prints the seed that
-//! reproduces it.
+//! elasticity costs, seeds, online jobs) under every policy, the chaos policy that fires
+//! random elastic actions among them, checked against the model's invariants: no
+//! over-allocation, every job accounted for and ended, every shard trained exactly once,
+//! no NaN, monotone time. The draws, the chaos policy and the checks are `dlsim_swarm`'s
+//! (`dlsim swarm`); a failure prints the seed and the command that reproduces it.
 
-use dlsim_engine::{RngStreams, SimRng, SimTime};
-use dlsim_model::cluster::Placement;
-use dlsim_model::faults::{
-    ColocationAction, ColocationConfig, ElasticityConfig, FaultConfig, RecoveryConfig,
-};
-use dlsim_model::job::FailReason;
-use dlsim_model::policy::{
-    Action, ClusterView, JobPhase, JobView, PodPhase, Policy, RescaleMethod, Sharding,
-};
-use dlsim_model::scenario::{
-    ClusterSpec, NodeGroup, ObservationSettings, PodSettings, ScenarioFile, TruthSettings,
-};
-use dlsim_model::{Node, Resources, Scenario};
+use dlsim_model::Scenario;
 use dlsim_traces::{generate, GeneratorConfig};
-use rand::Rng;
 
-fn random_scenario(seed: u64) -> Scenario {
-    let mut rng = RngStreams::new(seed).stream("sim-test");
-    let groups = vec![
-        NodeGroup {
-            count: rng.gen_range(2..30),
-            cores: 64.0,
-            mem_gb: 256.0,
-            gpus: 0,
-            gpu_model: String::new(),
-            name: "cpu".into(),
-        },
-        NodeGroup {
-            count: rng.gen_range(1..4),
-            cores: 96.0,
-            mem_gb: 512.0,
-            gpus: 8,
-            gpu_model: "A100".into(),
-            name: "gpu".into(),
-        },
-    ];
-    let nodes: Vec<Node> = groups
-        .iter()
-        .flat_map(|g| {
-            (0..g.count).map(move |i| {
-                Node::new(
-                    format!("{}-{i}", g.name),
-                    Resources::new(g.cores, (g.mem_gb * 1024.0) as u64, g.gpus),
-                    g.gpu_model.clone(),
+/// Fifty consecutive seeds cover every batch and online policy (`dlsim_swarm::plan`).
+#[test]
+fn random_scenarios_keep_every_invariant() {
+    let failures: Vec<String> = (0..50u64)
+        .filter_map(|seed| {
+            dlsim_swarm::run_seed(seed).err().map(|why| {
+                format!(
+                    "seed {seed}: {why}; reproduce: {}",
+                    dlsim_swarm::reproducer(seed)
                 )
             })
         })
         .collect();
-    let gen = GeneratorConfig {
-        days: rng.gen_range(0.02..0.15),
-        jobs_per_day: 2_000.0,
-        gpu_job_fraction: 0.1,
-        ..GeneratorConfig::default()
-    };
-    let mut jobs = generate(&gen, seed);
-    // Keep only jobs that can fit somewhere, as scenario loading would demand.
-    jobs.retain(|j| j.worker_cpu <= 64.0 && j.ps_cpu <= 64.0);
-    let placement = if rng.gen_bool(0.5) {
-        Placement::FirstFit
-    } else {
-        Placement::BestFit
-    };
-    let file = ScenarioFile {
-        name: format!("random-{seed}"),
-        seed,
-        trace: None,
-        generate: Some(gen),
-        cluster: ClusterSpec {
-            groups,
-            node_list: None,
-            placement,
-        },
-        policy: "static".into(),
-        pods: PodSettings::default(),
-        observation: ObservationSettings::default(),
-        truth: TruthSettings::default(),
-        faults: FaultConfig {
-            pod_failure_per_day: rng.gen_range(0.0..0.9),
-            slow_node_fraction: rng.gen_range(0.0..0.3),
-            straggler_cpu_ratio: rng.gen_range(0.03..1.0),
-            slow_pods: {
-                let n = rng.gen_range(0..3);
-                (0..n)
-                    .map(|_| dlsim_model::faults::SlowPod {
-                        job: rng.gen_range(0..20),
-                        role: if rng.gen_bool(0.5) {
-                            dlsim_model::job::Role::Ps
-                        } else {
-                            dlsim_model::job::Role::Worker
-                        },
-                        index: rng.gen_range(0..3),
-                        cpu_ratio: rng.gen_range(0.03..1.0),
-                    })
-                    .collect()
-            },
-            hot_ps_prob: rng.gen_range(0.0..0.5),
-            hot_ps_load_factor: rng.gen_range(1.0..5.0),
-            node_mtbf_days: if rng.gen_bool(0.5) {
-                rng.gen_range(0.5..20.0)
-            } else {
-                0.0
-            },
-            node_repair_h: rng.gen_range(0.1..8.0),
-            colocation: ColocationConfig {
-                node_fraction: if rng.gen_bool(0.5) {
-                    rng.gen_range(0.0..1.0)
-                } else {
-                    0.0
-                },
-                trough: rng.gen_range(0.0..0.3),
-                peak: rng.gen_range(0.3..0.95),
-                peak_hour: rng.gen_range(0.0..24.0),
-                noise_sigma: rng.gen_range(0.0..0.5),
-                update_interval_s: rng.gen_range(60..3_600),
-                action: if rng.gen_bool(0.5) {
-                    ColocationAction::Evict
-                } else {
-                    ColocationAction::Throttle
-                },
-            },
-        },
-        elasticity: ElasticityConfig {
-            seamless_migration: rng.gen_bool(0.7),
-            flash_checkpoint: rng.gen_bool(0.5),
-            flash_mb_s: rng.gen_range(100.0..50_000.0),
-            checkpoint_save_s: rng.gen_bool(0.5).then(|| rng.gen_range(0.0..900.0)),
-            storage_mb_s: rng.gen_range(5.0..500.0),
-            shard_batches: rng.gen_range(16..512),
-        },
-        recovery: RecoveryConfig {
-            restart_budget: rng.gen_range(0..6),
-            oom_memory_factor: rng.gen_range(1.0..3.0),
-            checkpoint_interval_s: if rng.gen_bool(0.2) {
-                0.0
-            } else {
-                rng.gen_range(60.0..7_200.0)
-            },
-            checkpoint_cost_s: rng.gen_range(0.0..120.0),
-            reload_s: rng.gen_bool(0.5).then(|| rng.gen_range(0.0..900.0)),
-            init_s: rng.gen_range(0.0..300.0),
-            pending_timeout_s: if rng.gen_bool(0.5) {
-                0.0
-            } else {
-                rng.gen_range(60.0..7_200.0)
-            },
-        },
-        timeline_interval_s: 600,
-        horizon_s: if rng.gen_bool(0.3) {
-            Some(rng.gen_range(3_600..40_000))
-        } else {
-            None
-        },
-    };
-    Scenario {
-        path: "random.json".into(),
-        file,
-        nodes,
-        jobs: jobs.into(),
-        stream: None,
-        keep_ended: true,
-        trace_observations: false,
-    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Fires random elastic actions at random jobs: worker scaling, rescales by either
-/// method, and pod replacements, including invalid ones the world must refuse.
-struct Chaos {
-    rng: SimRng,
-    sharding: Sharding,
-    interval: SimTime,
-}
-
-impl Chaos {
-    fn new(seed: u64, sharding: Sharding) -> Self {
-        let rng = RngStreams::new(seed).stream("chaos");
-        // Drawn from a copy, so the action stream starts where it always did.
-        let interval = SimTime::from_secs(rng.clone().gen_range(60..1_800));
-        Chaos {
-            rng,
-            sharding,
-            interval,
-        }
-    }
-}
-
-impl Policy for Chaos {
-    fn spec(&self) -> String {
-        "chaos".into()
-    }
-    fn sharding(&self) -> Sharding {
-        self.sharding
-    }
-    fn observes_pods(&self) -> bool {
-        true
-    }
-    fn tick_interval(&self) -> Option<SimTime> {
-        Some(self.interval)
-    }
-    fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
-        vec![Action::Launch {
-            job: job.request.id,
-            config: job.request.requested,
-        }]
-    }
-    fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
-        let mut actions = Vec::new();
-        for job in view.jobs.iter() {
-            if !self.rng.gen_bool(0.15) {
-                continue;
-            }
-            let id = job.request.id;
-            let mut config = job.config;
-            match self.rng.gen_range(0..5) {
-                0 => actions.push(Action::ScaleWorkers {
-                    job: id,
-                    workers: self.rng.gen_range(0..2 * config.workers + 2),
-                }),
-                1 | 2 => {
-                    if self.rng.gen_bool(0.5) {
-                        config.ps = self.rng.gen_range(0..config.ps + 3).max(config.ps.min(1));
-                    }
-                    config.ps_cpu = (config.ps_cpu * self.rng.gen_range(0.5..2.0)).max(1.0);
-                    config.ps_mem_mb =
-                        (config.ps_mem_mb as f64 * self.rng.gen_range(0.7..2.0)) as u64;
-                    config.worker_cpu = (config.worker_cpu * self.rng.gen_range(0.5..2.0)).max(1.0);
-                    let method = if self.rng.gen_bool(0.5) {
-                        RescaleMethod::Migrate
-                    } else {
-                        RescaleMethod::StopRestart
-                    };
-                    actions.push(Action::Rescale {
-                        job: id,
-                        config,
-                        method,
-                    });
-                }
-                _ => {
-                    let pods: Vec<_> = job.pods.iter().collect();
-                    if pods.is_empty() {
-                        continue;
-                    }
-                    let pod = pods[self.rng.gen_range(0..pods.len())];
-                    let scale = if pod.phase == PodPhase::Pending {
-                        0.5
-                    } else {
-                        1.5
-                    };
-                    actions.push(Action::ReplacePod {
-                        job: id,
-                        pod: pod.id,
-                        cpu: (pod.request.cpu_cores() * scale).max(1.0),
-                        mem_mb: pod.request.mem_mb,
-                    });
-                }
-            }
-        }
-        // Now and then an action for a job that does not exist.
-        if self.rng.gen_bool(0.05) {
-            actions.push(Action::ScaleWorkers {
-                job: u64::MAX,
-                workers: 3,
-            });
-        }
-        actions
-    }
-}
-
+/// `dlsim swarm` runs the seeds asked for and says so; `--minutes` must be positive.
 #[test]
-fn random_scenarios_keep_every_invariant() {
-    for seed in 0..16u64 {
-        let scenario = random_scenario(seed);
-        let policy: Box<dyn Policy> = match seed % 3 {
-            0 => dlsim_policies::build("static").unwrap(),
-            1 => Box::new(Chaos::new(seed, Sharding::Dynamic)),
-            _ => Box::new(Chaos::new(seed, Sharding::Static)),
-        };
-        let out = dlsim_model::run(&scenario, policy);
-        let w = &out.world;
-        let ctx = format!("reproduce with seed {seed}");
-        // Releasing jobs and pods as they end (what the CLI does) changes no output and
-        // leaves nothing held.
-        let released = dlsim_model::run(
-            &Scenario {
-                keep_ended: false,
-                ..scenario.clone()
-            },
-            match seed % 3 {
-                0 => dlsim_policies::build("static").unwrap(),
-                1 => Box::new(Chaos::new(seed, Sharding::Dynamic)),
-                _ => Box::new(Chaos::new(seed, Sharding::Static)),
-            },
-        );
-        assert_eq!(released.summary_json, out.summary_json, "{ctx}");
-        assert_eq!(released.jobs_csv, out.jobs_csv, "{ctx}");
-        assert_eq!(released.timeline_csv, out.timeline_csv, "{ctx}");
-        assert_eq!(
-            (released.world.jobs.live(), released.world.pods.live()),
-            (0, 0),
-            "{ctx}"
-        );
-        w.cluster.check_invariants();
-        assert_eq!(
-            w.cluster.allocated(),
-            Resources::ZERO,
-            "all resources returned at the end; {ctx}"
-        );
-        let s = &out.summary;
-        assert_eq!(s.jobs_submitted, scenario.jobs.len(), "{ctx}");
-        assert_eq!(
-            s.jobs_completed + s.jobs_failed,
-            s.jobs_submitted,
-            "every job accounted for; {ctx}"
-        );
-        for job in w.jobs.iter() {
-            match job.phase {
-                JobPhase::Completed => {
-                    assert_eq!(
-                        job.steps_done(),
-                        job.spec.steps,
-                        "a completed job trained all its steps; {ctx}"
-                    );
-                    assert!(
-                        job.end.unwrap() >= job.start.unwrap()
-                            && job.start.unwrap() >= job.request.submit,
-                        "{ctx}"
-                    );
-                }
-                JobPhase::Failed => assert!(job.fail_reason.is_some(), "{ctx}"),
-                other => panic!("job {} left in phase {other:?}; {ctx}", job.spec.id),
-            }
-            // A job the horizon cut short ends at the horizon itself, whatever event
-            // (or dropped dead timer) came last before it.
-            if let (Some(h), Some(FailReason::Unfinished), Some(end)) =
-                (scenario.file.horizon_s, job.fail_reason, job.end)
-            {
-                assert_eq!(end, SimTime::from_secs(h), "{ctx}");
-            }
-            assert!(job.steps_done() <= job.spec.steps, "{ctx}");
-            crate::support::check_ledger(job, &ctx);
-            assert!(
-                job.usage.cpu_used_core_s <= job.usage.cpu_alloc_core_s * (1.0 + 1e-9),
-                "used <= allocated; {ctx}"
-            );
-        }
-        for row in &w.timeline {
-            assert!(
-                row.cpu_alloc <= w.cluster.capacity().cpu_cores() + 1e-9,
-                "{ctx}"
-            );
-            assert!(row.cpu_used <= row.cpu_alloc + 1e-6, "{ctx}");
-        }
-        if scenario.file.horizon_s.is_none() {
-            assert_eq!(
-                s.failures_by_reason.get("unfinished"),
-                None,
-                "without a horizon every job ends; {ctx}"
-            );
-        }
-    }
+fn the_swarm_command_reports_its_seeds() {
+    let o = crate::support::dlsim(&["swarm", "--seeds", "3", "--from", "7"]);
+    let out = crate::support::stdout(&o);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    assert!(
+        out.contains("swarm: 3 seeds from 7") && out.contains("0 failed"),
+        "{out}"
+    );
+    let o = crate::support::dlsim(&["swarm", "--seeds", "3", "--minutes", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
 }
 
 /// Memory follows the live jobs, not the trace (issue #22): a generated trace ten times

@@ -99,11 +99,19 @@ impl Lines {
     }
 
     /// The next line without its line ending, with its 1-based number; `None` at the end.
+    /// A line is read with a limit (`dlsim_fsio::MAX_LINE_BYTES`): a source without line
+    /// breaks (`/dev/zero`) is an error, not an unbounded read (issue #21).
     pub fn next_line(&mut self) -> Result<Option<(usize, &str)>, InputError> {
         self.buf.clear();
         self.line_no += 1;
-        match self.reader.read_line(&mut self.buf) {
+        let limit = dlsim_fsio::MAX_LINE_BYTES;
+        match (&mut self.reader).take(limit + 1).read_line(&mut self.buf) {
             Ok(0) => Ok(None),
+            Ok(n) if n as u64 > limit => Err(InputError::new(
+                &self.path,
+                format!("a line longer than the input limit of {limit} bytes"),
+            )
+            .at_line(self.line_no)),
             Ok(_) => {
                 let text = self.buf.trim_end_matches(['\n', '\r']);
                 Ok(Some((self.line_no, text)))
@@ -180,6 +188,11 @@ pub fn repair(
     Ok(())
 }
 
+/// The largest number any source field may hold (issue #21): Unix times in seconds and
+/// memory in KiB stay far below it, while `1e20` is refused naming its column. What the
+/// numbers become is then held to the trace limits (`JobSpec::validate`).
+pub const MAX_SOURCE_NUMBER: f64 = 1e12;
+
 /// The fields of one delimited row, named by a schema for error messages.
 pub struct Row<'a> {
     cols: Vec<&'a str>,
@@ -229,7 +242,12 @@ impl<'a> Row<'a> {
             return Ok(None);
         }
         match raw.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(Some(v)),
+            Ok(v) if v.is_finite() && v.abs() <= MAX_SOURCE_NUMBER => Ok(Some(v)),
+            Ok(v) if v.is_finite() => Err(RowError::new(
+                self.names[i],
+                "too large",
+                format!("{v:e} is over the limit of {MAX_SOURCE_NUMBER:e} on any source number"),
+            )),
             _ => Err(RowError::new(
                 self.names[i],
                 "not a number",

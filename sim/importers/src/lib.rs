@@ -120,8 +120,21 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
     let mut synthesized = Vec::with_capacity(parsed.drafts.len());
     let mut lines = Vec::with_capacity(parsed.drafts.len());
     for d in parsed.drafts {
-        lines.push(d.line);
-        synthesized.push(synth.job(d, &mut report));
+        let line = d.line;
+        let job = synth.job(d, &mut report);
+        // The one boundary of a trace record (`JobSpec::validate`, with the limits of
+        // `dlsim_traces::limits`): an imported job is held to it like a native one.
+        if let Err((field, msg)) = job.validate() {
+            let err = RowError::new(
+                field,
+                "out of range",
+                format!("out of range in the imported job: {msg}"),
+            );
+            reject(input, line, err, opts.skip_bad, &mut report)?;
+            continue;
+        }
+        lines.push(line);
+        synthesized.push(job);
     }
     let (nodes, desc) = match parsed.nodes {
         Some(n) => n,

@@ -160,7 +160,7 @@ pub fn parse_timestamp(s: &str) -> Option<u64> {
         || !(0..24).contains(&hh)
         || !(0..60).contains(&mm)
         || !(0..=60).contains(&ss)
-        || y < 1970
+        || !(1970..=9999).contains(&y)
     {
         return None;
     }
@@ -185,6 +185,9 @@ mod tests {
         assert_eq!(parse_timestamp("2017-10-09 07:01:55"), Some(1_507_532_515));
         assert_eq!(parse_timestamp("2016-02-29 00:00:01"), Some(1_456_704_001));
         for bad in [
+            // A year that overflowed the day count (found by fuzzing, issue #21).
+            "999999999999999999-01-01 00:00:00",
+            "10000-01-01 00:00:00",
             "2017-13-01 00:00:00",
             "2017-10-09",
             "x",

@@ -155,21 +155,24 @@ impl ElasticityConfig {
     }
 
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if !(self.flash_mb_s > 0.0 && self.flash_mb_s.is_finite()) {
-            return Err(("elasticity.flash_mb_s", "must be > 0".into()));
+        use dlsim_traces::limits::*;
+        let check = |field: &'static str, r: Result<(), String>| r.map_err(|m| (field, m));
+        let bandwidth = |v| in_range(v, MIN_BANDWIDTH_MB_S, MAX_BANDWIDTH_MB_S);
+        check("elasticity.flash_mb_s", bandwidth(self.flash_mb_s))?;
+        if let Some(v) = self.checkpoint_save_s {
+            check(
+                "elasticity.checkpoint_save_s",
+                in_range(v, 0.0, MAX_STALL_S),
+            )?;
         }
-        if self
-            .checkpoint_save_s
-            .is_some_and(|v| !(v >= 0.0 && v.is_finite()))
-        {
-            return Err(("elasticity.checkpoint_save_s", "must be >= 0".into()));
-        }
-        if !(self.storage_mb_s > 0.0 && self.storage_mb_s.is_finite()) {
-            return Err(("elasticity.storage_mb_s", "must be > 0".into()));
-        }
+        check("elasticity.storage_mb_s", bandwidth(self.storage_mb_s))?;
         if self.shard_batches == 0 {
             return Err(("elasticity.shard_batches", "must be >= 1".into()));
         }
+        check(
+            "elasticity.shard_batches",
+            at_most(self.shard_batches.into(), MAX_STEPS),
+        )?;
         Ok(())
     }
 }
@@ -222,15 +225,23 @@ impl FaultConfig {
         if !(self.straggler_cpu_ratio > 0.0 && self.straggler_cpu_ratio <= 1.0) {
             return Err(("faults.straggler_cpu_ratio", "must be in (0, 1]".into()));
         }
-        if !(self.hot_ps_load_factor >= 1.0 && self.hot_ps_load_factor.is_finite()) {
-            return Err(("faults.hot_ps_load_factor", "must be >= 1".into()));
-        }
-        if !(self.node_mtbf_days >= 0.0 && self.node_mtbf_days.is_finite()) {
-            return Err(("faults.node_mtbf_days", "must be >= 0".into()));
-        }
-        if !(self.node_repair_h > 0.0 && self.node_repair_h.is_finite()) {
+        use dlsim_traces::limits::{in_range, off_or_in_range, MAX_TIME_S};
+        let check = |field: &'static str, r: Result<(), String>| r.map_err(|m| (field, m));
+        check(
+            "faults.hot_ps_load_factor",
+            in_range(self.hot_ps_load_factor, 1.0, 1e6),
+        )?;
+        check(
+            "faults.node_mtbf_days",
+            off_or_in_range(self.node_mtbf_days, 1e-6, MAX_TIME_S / 86_400.0),
+        )?;
+        if self.node_repair_h.is_nan() || self.node_repair_h <= 0.0 {
             return Err(("faults.node_repair_h", "must be > 0".into()));
         }
+        check(
+            "faults.node_repair_h",
+            in_range(self.node_repair_h, 0.0, MAX_TIME_S / 3_600.0),
+        )?;
         let c = &self.colocation;
         prob("faults.colocation.node_fraction", c.node_fraction)?;
         prob("faults.colocation.trough", c.trough)?;
@@ -247,6 +258,10 @@ impl FaultConfig {
         if c.update_interval_s == 0 {
             return Err(("faults.colocation.update_interval_s", "must be > 0".into()));
         }
+        check(
+            "faults.colocation.update_interval_s",
+            in_range(c.update_interval_s as f64, 1.0, MAX_TIME_S),
+        )?;
         Ok(())
     }
 }
@@ -310,19 +325,43 @@ impl RecoveryConfig {
                 "DLRover caps the budget at 5".into(),
             ));
         }
-        if !(self.oom_memory_factor >= 1.0 && self.oom_memory_factor.is_finite()) {
-            return Err(("recovery.oom_memory_factor", "must be >= 1".into()));
-        }
-        for (f, v) in [
-            ("recovery.checkpoint_interval_s", self.checkpoint_interval_s),
-            ("recovery.checkpoint_cost_s", self.checkpoint_cost_s),
-            ("recovery.reload_s", self.reload_s.unwrap_or(0.0)),
-            ("recovery.init_s", self.init_s),
-            ("recovery.pending_timeout_s", self.pending_timeout_s),
+        use dlsim_traces::limits::{in_range, off_or_in_range, MAX_STALL_S, MAX_TIME_S};
+        // Up to five relaunches each multiply a pod's memory by this factor.
+        in_range(self.oom_memory_factor, 1.0, 16.0)
+            .map_err(|m| ("recovery.oom_memory_factor", m))?;
+        // A checkpoint every few microseconds would stall training forever.
+        off_or_in_range(self.checkpoint_interval_s, 1.0, MAX_TIME_S)
+            .map_err(|m| ("recovery.checkpoint_interval_s", m))?;
+        for (f, v, hi) in [
+            (
+                "recovery.checkpoint_cost_s",
+                self.checkpoint_cost_s,
+                MAX_STALL_S,
+            ),
+            (
+                "recovery.reload_s",
+                self.reload_s.unwrap_or(0.0),
+                MAX_STALL_S,
+            ),
+            ("recovery.init_s", self.init_s, MAX_STALL_S),
+            (
+                "recovery.pending_timeout_s",
+                self.pending_timeout_s,
+                MAX_TIME_S,
+            ),
         ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err((f, format!("must be >= 0, got {v}")));
-            }
+            in_range(v, 0.0, hi).map_err(|m| (f, m))?;
+        }
+        // Cross-field: a job checkpointing longer than it trains between checkpoints would
+        // crawl until the run's time cap.
+        if self.checkpoint_interval_s > 0.0 && self.checkpoint_cost_s > self.checkpoint_interval_s {
+            return Err((
+                "recovery.checkpoint_cost_s",
+                format!(
+                    "a checkpoint of {} s every {} s stalls more than it trains: must be at most checkpoint_interval_s",
+                    self.checkpoint_cost_s, self.checkpoint_interval_s
+                ),
+            ));
         }
         Ok(())
     }

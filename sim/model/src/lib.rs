@@ -15,6 +15,7 @@ pub mod policy;
 pub mod resources;
 pub mod run;
 pub mod scenario;
+pub mod settings;
 pub mod shards;
 pub mod slots;
 pub mod vecmap;

@@ -195,7 +195,7 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         window
     };
     let util = |(s, n): (f64, usize)| if n == 0 { 0.0 } else { s / n as f64 };
-    Summary {
+    let summary = Summary {
         scenario: x.scenario.to_string(),
         policy: x.policy.to_string(),
         seed: x.seed,
@@ -229,6 +229,53 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         rejected_actions: x.rejected_actions,
         makespan_s: t.makespan.map_or(0.0, |t| t.as_secs_f64()),
         events: x.events,
+    };
+    debug_assert!(
+        summary.non_finite().is_none(),
+        "summary metric `{}` is not finite: {summary:?}",
+        summary.non_finite().unwrap_or_default()
+    );
+    summary
+}
+
+impl Summary {
+    /// The first metric that is NaN or infinite, if any: a bug, since every input was
+    /// range-checked on load (the world asserts against it in debug builds).
+    pub fn non_finite(&self) -> Option<&'static str> {
+        [
+            ("jcr", self.jcr),
+            ("jct_mean_s", self.jct_mean_s),
+            ("jct_median_s", self.jct_median_s),
+            ("jct_p90_s", self.jct_p90_s),
+            ("cpu_util_mean", self.cpu_util_mean),
+            ("mem_util_mean", self.mem_util_mean),
+            ("gpu_util_mean", self.gpu_util_mean),
+            ("cluster_cpu_util", self.cluster_cpu_util),
+            ("cluster_mem_util", self.cluster_mem_util),
+            ("cluster_gpu_util", self.cluster_gpu_util),
+            ("cluster_cpu_alloc", self.cluster_cpu_alloc),
+            ("cluster_mem_alloc", self.cluster_mem_alloc),
+            ("makespan_s", self.makespan_s),
+        ]
+        .into_iter()
+        .find(|(_, v)| !v.is_finite())
+        .map(|(name, _)| name)
+    }
+}
+
+impl TimelineRow {
+    /// Whether every quantity of the row is a finite number.
+    pub fn is_finite(&self) -> bool {
+        [
+            self.cpu_alloc,
+            self.cpu_used,
+            self.mem_alloc_mb,
+            self.mem_used_mb,
+            self.gpu_alloc,
+            self.gpu_used,
+        ]
+        .iter()
+        .all(|v| v.is_finite())
     }
 }
 

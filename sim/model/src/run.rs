@@ -59,7 +59,7 @@ pub fn run_with_progress(
                 horizon,
             })
         });
-    world.finish(last);
+    world.finish(last, !queue.is_empty());
     let name = if scenario.file.name.is_empty() {
         scenario
             .path

@@ -317,6 +317,9 @@ impl Scenario {
                 return Err(at(field, msg));
             }
         }
+        if let Err((field, msg)) = crate::settings::check(&file) {
+            return Err(at(&field, msg));
+        }
         let mut file = file;
         let scale = file.truth.calibration_time_scale;
         if !(scale.is_finite() && scale > 0.0) {
@@ -331,6 +334,7 @@ impl Scenario {
             }
         }
         let nodes = load_nodes(path, text, base, &file.cluster)?;
+        let cap = crate::settings::time_cap_s(file.timeline_interval_s);
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
                 return Err(at(
@@ -344,12 +348,16 @@ impl Scenario {
                     "missing workload: give `trace` (a file) or `generate`".into(),
                 ))
             }
+            (Some(t), _) if missing_file(&base.join(t)).is_some() => {
+                let why = missing_file(&base.join(t)).unwrap_or_default();
+                return Err(at("trace", why));
+            }
             (Some(t), None) if stream => {
                 let tp = base.join(t);
                 let mut count = 0;
                 for record in dlsim_traces::TraceReader::open(&tp)? {
                     let (line, job) = record?;
-                    check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line])?;
+                    check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line], cap)?;
                     count += 1;
                 }
                 return Ok(Scenario {
@@ -376,7 +384,7 @@ impl Scenario {
                 (jobs, path.to_path_buf(), lines)
             }
         };
-        check_jobs_fit(&nodes, &jobs, &trace_path, &lines)?;
+        check_jobs_fit(&nodes, &jobs, &trace_path, &lines, cap)?;
         Ok(Scenario {
             path: path.to_path_buf(),
             file,
@@ -404,7 +412,8 @@ impl Scenario {
                 .ok()
                 .and_then(|text| key_line(&text, "generate"))
                 .unwrap_or(0);
-            check_jobs_fit(&self.nodes, &jobs, &self.path, &vec![line; jobs.len()])?;
+            let cap = crate::settings::time_cap_s(self.file.timeline_interval_s);
+            check_jobs_fit(&self.nodes, &jobs, &self.path, &vec![line; jobs.len()], cap)?;
             self.jobs = std::sync::Arc::new(jobs);
         }
         Ok(())
@@ -446,6 +455,19 @@ fn load_nodes(
     base: &Path,
     spec: &ClusterSpec,
 ) -> Result<Vec<Node>, InputError> {
+    use dlsim_traces::limits::{in_range, MAX_CORES, MAX_GPUS, MAX_NODES, MAX_NODE_MEM_GB};
+    let total: u64 = spec.groups.iter().map(|g| u64::from(g.count)).sum();
+    if total > MAX_NODES {
+        let e = InputError::new(
+            path,
+            format!("{total} nodes in all, over the limit of {MAX_NODES}"),
+        )
+        .field("cluster.groups.count");
+        return Err(match key_line(text, "count") {
+            Some(l) => e.at_line(l),
+            None => e,
+        });
+    }
     let mut nodes = Vec::new();
     for (gi, g) in spec.groups.iter().enumerate() {
         let field = |f: &str| format!("cluster.groups[{gi}].{f}");
@@ -465,6 +487,15 @@ fn load_nodes(
         if g.count == 0 {
             return Err(err("count", "must be at least 1"));
         }
+        for (f, r) in [
+            ("cores", in_range(g.cores, 0.0, MAX_CORES)),
+            ("mem_gb", in_range(g.mem_gb, 0.0, MAX_NODE_MEM_GB)),
+            ("gpus", in_range(g.gpus.into(), 0.0, MAX_GPUS.into())),
+        ] {
+            if let Err(m) = r {
+                return Err(err(f, &m));
+            }
+        }
         let prefix = if g.name.is_empty() {
             format!("g{gi}")
         } else {
@@ -479,7 +510,25 @@ fn load_nodes(
         }
     }
     if let Some(list) = &spec.node_list {
-        nodes.extend(read_node_list(&base.join(list))?);
+        if let Some(why) = missing_file(&base.join(list)) {
+            let e = InputError::new(path, why).field("cluster.node_list");
+            return Err(match key_line(text, "node_list") {
+                Some(l) => e.at_line(l),
+                None => e,
+            });
+        }
+        let listed = read_node_list(&base.join(list))?;
+        if nodes.len() + listed.len() > MAX_NODES as usize {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "{} nodes in all, over the limit of {MAX_NODES}",
+                    nodes.len() + listed.len()
+                ),
+            )
+            .field("cluster.node_list"));
+        }
+        nodes.extend(listed);
     }
     if nodes.is_empty() {
         let e = InputError::new(
@@ -493,6 +542,18 @@ fn load_nodes(
         });
     }
     Ok(nodes)
+}
+
+/// Why a file a scenario names cannot be read, when it does not exist or is a folder, so
+/// the error names the scenario's field rather than only the path.
+fn missing_file(p: &Path) -> Option<String> {
+    if p.is_dir() {
+        Some(format!("{} is a folder, not a file", p.display()))
+    } else if !p.exists() {
+        Some(format!("{} does not exist", p.display()))
+    } else {
+        None
+    }
 }
 
 /// Reads `name,cores,mem_gb,gpus,gpu_model` (header required; gpus and gpu_model optional).
@@ -525,15 +586,28 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
                 .field(field)),
             }
         };
-        let cores = num(1, "cores")?;
-        let mem_gb = num(2, "mem_gb")?;
+        use dlsim_traces::limits::{in_range, MAX_CORES, MAX_GPUS, MAX_NODES, MAX_NODE_MEM_GB};
+        if nodes.len() as u64 >= MAX_NODES {
+            return Err(
+                InputError::new(path, format!("more than {MAX_NODES} nodes, the limit"))
+                    .at_line(line_no),
+            );
+        }
+        let bounded = |idx: usize, field: &str, hi: f64| -> Result<f64, InputError> {
+            let v = num(idx, field)?;
+            in_range(v, 0.0, hi)
+                .map_err(|m| InputError::new(path, m).at_line(line_no).field(field))?;
+            Ok(v)
+        };
+        let cores = bounded(1, "cores", MAX_CORES)?;
+        let mem_gb = bounded(2, "mem_gb", MAX_NODE_MEM_GB)?;
         if cores == 0.0 || mem_gb == 0.0 {
             return Err(InputError::new(path, "a node needs cores and memory")
                 .at_line(line_no)
                 .field("cores"));
         }
         let gpus = if cols.len() > 3 && !cols[3].is_empty() {
-            num(3, "gpus")? as u32
+            bounded(3, "gpus", MAX_GPUS.into())? as u32
         } else {
             0
         };
@@ -547,11 +621,13 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
 }
 
 /// Rejects jobs whose pods could never be placed, naming the trace line and field.
+/// Also refuses a job that arrives after the run's time cap (`settings::time_cap_s`).
 fn check_jobs_fit(
     nodes: &[Node],
     jobs: &[JobSpec],
     file: &Path,
     lines: &[usize],
+    cap_s: u64,
 ) -> Result<(), InputError> {
     let max = nodes.iter().fold(Resources::ZERO, |m, n| Resources {
         cpu_milli: m.cpu_milli.max(n.capacity.cpu_milli),
@@ -560,6 +636,20 @@ fn check_jobs_fit(
     });
     let fits = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.capacity));
     for (job, &line) in jobs.iter().zip(lines) {
+        if job.submit_s >= cap_s {
+            return Err(InputError::new(
+                file,
+                format!(
+                    "job {} arrives at {} s, at or after the run limit of {cap_s} s ({} timeline intervals or {:e} s; a longer timeline_interval_s raises it)",
+                    job.id,
+                    job.submit_s,
+                    dlsim_traces::limits::MAX_TIMELINE_SAMPLES,
+                    dlsim_traces::limits::MAX_TIME_S
+                ),
+            )
+            .at_line(line)
+            .field("submit_s"));
+        }
         let worker = Resources::new(job.worker_cpu, job.worker_mem_mb, job.worker_gpu);
         let ps = Resources::new(job.ps_cpu, job.ps_mem_mb, 0);
         for (role, req, prefix) in [("worker", worker, "worker"), ("PS", ps, "ps")] {

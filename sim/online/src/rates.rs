@@ -16,7 +16,7 @@
 use dlsim_traces::InputError;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 /// Source formats of rate series.
@@ -109,10 +109,12 @@ pub fn import(
 ) -> Result<(RateSeries, ImportStats), InputError> {
     let file = std::fs::File::open(input)
         .map_err(|e| InputError::new(input, format!("cannot open: {e}")))?;
-    let mut lines = BufReader::with_capacity(1 << 16, file).lines();
+    // Lines are read with a limit, so a source without line breaks is an error (#21).
+    let mut lines = dlsim_fsio::bounded_lines(BufReader::with_capacity(1 << 16, file));
     let header = match lines.next() {
         Some(Ok(h)) => h,
-        _ => return Err(InputError::new(input, "empty file: expected a CSV header").at_line(1)),
+        Some(Err(e)) => return Err(InputError::new(input, format!("cannot read: {e}")).at_line(1)),
+        None => return Err(InputError::new(input, "empty file: expected a CSV header").at_line(1)),
     };
     let cols: Vec<&str> = header.trim_end().split(',').collect();
     let find = |name: &str| {
@@ -216,7 +218,7 @@ fn field_f64(cells: &[&str], i: usize) -> Option<f64> {
         .filter(|v| v.is_finite())
 }
 
-type LineIter = std::io::Lines<BufReader<std::fs::File>>;
+type LineIter = dlsim_fsio::BoundedLines<BufReader<std::fs::File>>;
 
 fn qps(
     lines: &mut LineIter,

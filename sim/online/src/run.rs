@@ -94,6 +94,9 @@ pub fn run_with_progress(
     let mape: serde_json::Map<String, serde_json::Value> =
         forecast::evaluate(&world.observed, lead, 5)
             .into_iter()
+            // A run too short to evaluate a forecaster (one day of history) leaves it out
+            // rather than writing a null (issue #21: no null in a result).
+            .filter(|(_, v)| v.is_finite())
             .map(|(k, v)| (k.as_str().to_string(), finite(v)))
             .collect();
     let a = &world.acc;

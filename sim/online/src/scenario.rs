@@ -239,13 +239,7 @@ pub struct OnlineScenario {
 
 impl OnlineScenario {
     pub fn max_workers(&self) -> u32 {
-        let c = &self.file.cluster;
-        let by_gpu = c.gpu_nodes * c.gpus_per_node;
-        // PS pods must fit on CPU nodes: p = ceil(w / ratio) pods of ps_cores each.
-        let per_node = c.cores_per_cpu_node / self.file.job.ps_cores.max(1);
-        let ps_max = f64::from(per_node * c.cpu_nodes);
-        let by_ps = (ps_max * self.file.job.wp_ratio).floor() as u32;
-        by_gpu.min(by_ps)
+        max_workers(&self.file)
     }
 
     pub fn horizon_s(&self) -> u64 {
@@ -259,6 +253,17 @@ impl OnlineScenario {
         }
         self.path.parent().unwrap_or(Path::new(".")).join(p)
     }
+}
+
+/// The most workers the cluster holds: one GPU each, and their PS pods on the CPU nodes.
+fn max_workers(f: &OnlineFile) -> u32 {
+    let c = &f.cluster;
+    let by_gpu = u64::from(c.gpu_nodes) * u64::from(c.gpus_per_node);
+    // PS pods must fit on CPU nodes: p = ceil(w / ratio) pods of ps_cores each.
+    let per_node = c.cores_per_cpu_node / f.job.ps_cores.max(1);
+    let ps_max = u64::from(per_node) * u64::from(c.cpu_nodes);
+    let by_ps = (ps_max as f64 * f.job.wp_ratio).floor() as u64;
+    by_gpu.min(by_ps).min(u64::from(u32::MAX)) as u32
 }
 
 /// Whether the JSON text declares `"kind": "online"` (cheap check used by the CLI dispatch).
@@ -314,16 +319,24 @@ fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
     if !pos(f.slo_lag_s) {
         return Err(err("slo_lag_s", "must be > 0"));
     }
+    use dlsim_traces::limits::*;
+    let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
+    limited("slo_lag_s", in_range(f.slo_lag_s, 0.0, MAX_TIME_S))?;
     let c = &f.cluster;
-    for (name, v) in [
-        ("cluster.gpu_nodes", c.gpu_nodes),
-        ("cluster.gpus_per_node", c.gpus_per_node),
-        ("cluster.cpu_nodes", c.cpu_nodes),
-        ("cluster.cores_per_cpu_node", c.cores_per_cpu_node),
+    for (name, v, hi) in [
+        ("cluster.gpu_nodes", c.gpu_nodes, MAX_NODES),
+        ("cluster.gpus_per_node", c.gpus_per_node, MAX_GPUS.into()),
+        ("cluster.cpu_nodes", c.cpu_nodes, MAX_NODES),
+        (
+            "cluster.cores_per_cpu_node",
+            c.cores_per_cpu_node,
+            MAX_CORES as u64,
+        ),
     ] {
         if v == 0 {
             return Err(err(name, "must be at least 1"));
         }
+        limited(name, at_most(v.into(), hi))?;
     }
     validate_job(f, &err)?;
     validate_traffic(&f.traffic, &err)?;
@@ -345,8 +358,20 @@ fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
         if !nonneg(v) {
             return Err(err(name, "must be a number >= 0"));
         }
+        // A rescale's cost sets how far ahead policies forecast and plan, minute by
+        // minute: a day per step bounds that work (and no real step takes longer).
+        let hi = if name.starts_with("rescale.") {
+            86_400.0
+        } else {
+            MAX_SIGMA
+        };
+        limited(name, in_range(v, 0.0, hi))?;
     }
     let w = f.observation.metric_window_s;
+    limited(
+        "observation.metric_window_s",
+        in_range(w as f64, 0.0, MAX_TIME_S),
+    )?;
     if w == 0 || !w.is_multiple_of(f.step_s) {
         return Err(err(
             "observation.metric_window_s",
@@ -374,9 +399,29 @@ fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Resul
     if j.theta.iter().any(|t| !(t.is_finite() && *t >= 0.0)) || j.theta.iter().all(|t| *t == 0.0) {
         return Err(err("job.theta", "values must be >= 0 and not all zero"));
     }
+    use dlsim_traces::limits::*;
+    let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
     if !(j.wp_ratio.is_finite() && j.wp_ratio > 0.0) {
         return Err(err("job.wp_ratio", "must be > 0"));
     }
+    limited("job.wp_ratio", in_range(j.wp_ratio, 0.0, 1e6))?;
+    for t in &j.theta {
+        limited("job.theta", in_range(*t, 0.0, MAX_COEFFICIENT))?;
+    }
+    limited(
+        "job.profile_workers",
+        at_most(j.profile_workers.len() as u64, 1_000),
+    )?;
+    for w in &j.profile_workers {
+        limited(
+            "job.profile_workers",
+            at_most((*w).into(), MAX_PODS_PER_ROLE.into()),
+        )?;
+    }
+    limited(
+        "job.profile_repeats",
+        at_most(j.profile_repeats.into(), 1_000),
+    )?;
     if j.ps_cores == 0 || j.ps_cores > f.cluster.cores_per_cpu_node {
         return Err(err(
             "job.ps_cores",
@@ -392,11 +437,26 @@ fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Resul
             "needs at least 4 worker counts >= 1 (and profile_repeats >= 1) to fit the model",
         ));
     }
-    let cluster_gpus = f.cluster.gpu_nodes * f.cluster.gpus_per_node;
-    if j.initial_workers == 0 || j.initial_workers > cluster_gpus {
+    // Cross-field: the PS pods of at least one worker must fit the CPU nodes, and the
+    // initial deployment must fit the cluster (one GPU per worker, its PS pods on the
+    // CPU nodes): a larger one ran more workers than the cluster holds (issue #21).
+    let most = max_workers(f);
+    if most == 0 {
+        return Err(err(
+            "job.wp_ratio",
+            &format!(
+                "with {} CPU nodes of {} cores and PS pods of {} cores, wp_ratio {} leaves room for no worker",
+                f.cluster.cpu_nodes, f.cluster.cores_per_cpu_node, j.ps_cores, j.wp_ratio
+            ),
+        ));
+    }
+    if j.initial_workers == 0 || j.initial_workers > most {
         return Err(err(
             "job.initial_workers",
-            "must be in [1, the cluster's GPUs]",
+            &format!(
+                "must be in [1, {most}], the workers the cluster holds (its GPUs, and room for their PS pods), got {}",
+                j.initial_workers
+            ),
         ));
     }
     Ok(())
@@ -406,10 +466,33 @@ fn validate_traffic(
     t: &TrafficSpec,
     err: &dyn Fn(&str, &str) -> InputError,
 ) -> Result<(), InputError> {
+    use dlsim_traces::limits::*;
+    let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
     let pos = |x: f64| x.is_finite() && x > 0.0;
     if !pos(t.peak_sps) {
         return Err(err("traffic.peak_sps", "must be > 0"));
     }
+    limited("traffic.peak_sps", in_range(t.peak_sps, 0.0, MAX_RATE_SPS))?;
+    limited(
+        "traffic.peak_to_trough",
+        in_range(t.peak_to_trough, 1.0, 1e6),
+    )?;
+    limited("traffic.period_s", in_range(t.period_s, 60.0, MAX_TIME_S))?;
+    limited(
+        "traffic.weekend_factor",
+        in_range(t.weekend_factor, 0.0, 1e6),
+    )?;
+    // At most one burst a minute: bursts are drawn minute by minute.
+    limited(
+        "traffic.bursts_per_day",
+        in_range(t.bursts_per_day, 0.0, 1440.0),
+    )?;
+    limited(
+        "traffic.burst_minutes",
+        in_range(t.burst_minutes[1], 0.0, 1440.0),
+    )?;
+    limited("traffic.burst_gain", in_range(t.burst_gain[1], 0.0, 1e6))?;
+    limited("traffic.sample_bytes", in_range(t.sample_bytes, 0.0, 1e9))?;
     if !(t.peak_to_trough.is_finite() && t.peak_to_trough >= 1.0) {
         return Err(err("traffic.peak_to_trough", "must be >= 1"));
     }

@@ -104,6 +104,9 @@ pub struct PolicySpec {
     pub params: BTreeMap<String, String>,
 }
 
+/// The largest size of a numeric policy parameter (seconds, cores, factors).
+pub const MAX_PARAM: f64 = dlsim_traces::limits::MAX_TIME_S;
+
 impl PolicySpec {
     pub fn parse(spec: &str) -> Result<PolicySpec, SpecError> {
         let bad = |why: &str| SpecError::Malformed {
@@ -180,15 +183,17 @@ impl PolicySpec {
         Ok(())
     }
 
-    /// A numeric parameter, or `default` when absent.
+    /// A numeric parameter, or `default` when absent. Every policy number is bounded by
+    /// [`MAX_PARAM`] in size (issue #21: no parameter may overflow time or a search);
+    /// policies check their own tighter ranges.
     pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, SpecError> {
         match self.params.get(key) {
             None => Ok(default),
             Some(v) => v
                 .parse::<f64>()
                 .ok()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| self.bad_value(key, "expected a number")),
+                .filter(|x| x.is_finite() && x.abs() <= MAX_PARAM)
+                .ok_or_else(|| self.bad_value(key, "expected a number of at most 1e9 in size")),
         }
     }
 

@@ -222,6 +222,9 @@ pub const DOC: PolicyDoc = PolicyDoc {
     ],
 };
 
+/// The largest `budget`: 50 times DLRover's 200 cores; the search's cost grows with it.
+pub const MAX_BUDGET_CORES: f64 = 10_000.0;
+
 impl WellTuned {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
         spec.only(&DOC.param_names())?;
@@ -229,13 +232,17 @@ impl WellTuned {
         if !(0.0..0.5).contains(&tol) {
             return Err(spec.bad_value("tol", "must be in [0, 0.5)"));
         }
-        let budget_cores = match spec.params.get("budget").map(String::as_str) {
-            None | Some("request") => None,
-            Some(_) => match spec.f64_or("budget", 0.0)? {
-                b if b >= 1.0 => Some(b),
-                _ => return Err(spec.bad_value("budget", "expected request or cores >= 1")),
-            },
-        };
+        let budget_cores =
+            match spec.params.get("budget").map(String::as_str) {
+                None | Some("request") => None,
+                Some(_) => match spec.f64_or("budget", 0.0)? {
+                    b if (1.0..=MAX_BUDGET_CORES).contains(&b) => Some(b),
+                    _ => return Err(spec.bad_value(
+                        "budget",
+                        "expected request or cores in [1, 10000] (the search walks every split)",
+                    )),
+                },
+            };
         Ok(WellTuned {
             canonical: spec.canonical(),
             tol,

@@ -93,6 +93,11 @@ impl Default for Baseline {
     }
 }
 
+/// The largest absolute tolerance of a metric (seconds, ratios): a day of JCT.
+pub const MAX_ABS_TOLERANCE: f64 = 86_400.0;
+/// The largest relative tolerance: the metric may double or halve.
+pub const MAX_REL_TOLERANCE: f64 = 1.0;
+
 impl Baseline {
     pub fn load(path: &Path) -> Result<Baseline, dlsim_traces::InputError> {
         use dlsim_traces::InputError;
@@ -106,6 +111,21 @@ impl Baseline {
         let b: Baseline = dlsim_traces::error::parse_json_document(path, &text, 0)?;
         if b.format != "dlsim-baseline" || b.version != 1 {
             return Err(InputError::new(path, "expected a dlsim-baseline v1 file").field("format"));
+        }
+        // A negative slack flags every run and a huge one none (issue #21).
+        for (metric, t) in &b.tolerances {
+            for (name, v, hi) in [
+                ("abs", t.abs, MAX_ABS_TOLERANCE),
+                ("rel", t.rel, MAX_REL_TOLERANCE),
+            ] {
+                if let Err(m) = dlsim_traces::limits::in_range(v, 0.0, hi) {
+                    let e = InputError::new(path, m).field(format!("tolerances.{metric}.{name}"));
+                    return Err(match dlsim_model::scenario::key_line(&text, metric) {
+                        Some(l) => e.at_line(l),
+                        None => e,
+                    });
+                }
+            }
         }
         Ok(b)
     }
@@ -263,6 +283,7 @@ pub fn compare(base: &Baseline, label: &str, summary: &Value) -> anyhow::Result<
     let Some(golden) = base.runs.get(label) else {
         bail!("no golden values for `{label}`");
     };
+    identity(summary, &["scenario", "seed"]).with_context(|| format!("run `{label}`"))?;
     let here = golden_of(summary, BTreeMap::new());
     if here.scenario != golden.scenario || here.seed != golden.seed {
         bail!(
@@ -378,6 +399,22 @@ pub fn diff_table(diffs: &[Diff]) -> Table {
     t
 }
 
+/// Checks that a run's summary says which scenario, seed and policy it ran: a summary
+/// without them cannot be matched with its golden values (issue #21: not `""` and `0`).
+fn identity(summary: &Value, keys: &[&str]) -> anyhow::Result<()> {
+    for &key in keys {
+        let v = summary.get(key);
+        let ok = match key {
+            "seed" => v.is_some_and(Value::is_u64),
+            _ => v.is_some_and(Value::is_string),
+        };
+        if !ok {
+            bail!("summary.json has no `{key}` (expected a run's summary)");
+        }
+    }
+    Ok(())
+}
+
 /// What `check` compares: a run by its policy spec, or a sweep's policies pooled over seeds.
 pub enum Checked {
     Run(String, Value),
@@ -388,9 +425,13 @@ pub enum Checked {
 /// gives each policy label (with its scenario parameters) pooled over its seeds.
 pub fn runs_under(path: &Path) -> anyhow::Result<Vec<Checked>> {
     let read = |p: &Path| -> anyhow::Result<Value> {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+        let text = dlsim_fsio::read_to_string_limited(p, dlsim_fsio::MAX_INPUT_BYTES)
+            .with_context(|| format!("reading {}", p.display()))?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+        identity(&v, &["scenario", "seed", "policy"])
+            .with_context(|| format!("{}", p.display()))?;
+        Ok(v)
     };
     if path.join("sweep.json").is_file() {
         let plan = crate::exec::read_plan(path)?;

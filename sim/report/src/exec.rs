@@ -51,12 +51,18 @@ pub fn scenario(sweep: &Sweep, point: &Point) -> Result<Scenario, InputError> {
 }
 
 /// Fails on the first point whose scenario or policy does not load, before anything runs.
+/// Each group of scenario parameters is loaded once; a generated workload, which depends
+/// on the seed, is loaded (generated and checked) for every seed.
 pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
-    let mut seen = Vec::new();
+    let generated = sweep.scenario_json.get("generate").is_some()
+        || sweep
+            .points()
+            .first()
+            .is_some_and(|p| p.scenario_params.keys().any(|k| k.starts_with("generate")));
+    let mut seen = std::collections::BTreeSet::new();
     for p in sweep.points() {
-        if !seen.contains(&p.group()) {
+        if seen.insert(p.group()) || generated {
             scenario(sweep, p)?;
-            seen.push(p.group());
         }
     }
     Ok(())

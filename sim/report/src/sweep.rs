@@ -130,12 +130,14 @@ impl Sweep {
             }
         };
         let scenario_path = path.parent().unwrap_or(Path::new(".")).join(&file.scenario);
-        let scenario_text = std::fs::read_to_string(&scenario_path).map_err(|e| {
-            at(
-                "scenario",
-                format!("cannot read {}: {e}", scenario_path.display()),
-            )
-        })?;
+        let scenario_text =
+            dlsim_fsio::read_to_string_limited(&scenario_path, dlsim_fsio::MAX_INPUT_BYTES)
+                .map_err(|e| {
+                    at(
+                        "scenario",
+                        format!("cannot read {}: {e}", scenario_path.display()),
+                    )
+                })?;
         let scenario_json: Value = serde_json::from_str(&scenario_text)
             .map_err(|e| at("scenario", format!("{}: {e}", scenario_path.display())))?;
         let specs = policy_specs(&file).map_err(|(k, m)| at(k, m))?;
@@ -150,12 +152,26 @@ impl Sweep {
             ));
         }
         let seeds = seeds(&file).map_err(|m| at("seeds", m))?;
-        let groups = product(&file.scenario_params);
         for (key, values) in &file.scenario_params {
             if values.is_empty() {
                 return Err(at("scenario_params", format!("`{key}` has no values")));
             }
         }
+        // Bound the grid before it is built (issue #21).
+        let runs = file
+            .scenario_params
+            .values()
+            .fold((specs.len() * seeds.len()) as f64, |n, v| {
+                n * v.len() as f64
+            });
+        let max_runs = dlsim_traces::limits::MAX_SWEEP_RUNS;
+        if runs > max_runs as f64 {
+            return Err(at(
+                "scenario_params",
+                format!("the grid has {runs} runs, over the limit of {max_runs}"),
+            ));
+        }
+        let groups = product(&file.scenario_params);
         let mut points = Vec::new();
         for group in &groups {
             for (policy, reference) in &specs {
@@ -344,6 +360,12 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str
 }
 
 fn seeds(file: &SweepFile) -> Result<Vec<u64>, String> {
+    let count = match &file.seeds {
+        Seeds::Count(n) => u64::from(*n),
+        Seeds::List(l) => l.len() as u64,
+    };
+    dlsim_traces::limits::at_most(count, dlsim_traces::limits::MAX_SEEDS)
+        .map_err(|m| format!("{m} seeds"))?;
     let seeds = match &file.seeds {
         Seeds::Count(0) => return Err("need at least one seed".into()),
         Seeds::Count(n) => {

@@ -126,6 +126,13 @@ impl TraceReader {
         if let Err((field, msg)) = job.validate() {
             return Err(InputError::new(path, msg).at_line(line_no).field(field));
         }
+        if self.ids.len() as u64 >= crate::limits::MAX_JOBS {
+            return Err(InputError::new(
+                path,
+                format!("more than {} jobs, the limit", crate::limits::MAX_JOBS),
+            )
+            .at_line(line_no));
+        }
         if !self.ids.insert(job.id) {
             return Err(
                 InputError::new(path, format!("duplicate job id {}", job.id))

@@ -55,6 +55,56 @@ impl Default for GeneratorConfig {
     }
 }
 
+impl GeneratorConfig {
+    /// Checks every knob's range (`crate::limits`), the expected number of jobs included,
+    /// before anything is drawn. Returns the field (under `generate.`) and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        use crate::limits::*;
+        let check = |field: &'static str, r: Result<(), String>| r.map_err(|m| (field, m));
+        check(
+            "generate.days",
+            in_range(self.days, 0.0, MAX_TIME_S / DAY_S),
+        )?;
+        check(
+            "generate.jobs_per_day",
+            in_range(self.jobs_per_day, 0.0, MAX_PER_DAY),
+        )?;
+        check(
+            "generate.diurnal_amplitude",
+            in_range(self.diurnal_amplitude, 0.0, 1.0),
+        )?;
+        check("generate.peak_hour", in_range(self.peak_hour, 0.0, 24.0))?;
+        check(
+            "generate.mean_steps",
+            in_range(self.mean_steps, 1.0, MAX_STEPS as f64),
+        )?;
+        check(
+            "generate.gpu_job_fraction",
+            in_range(self.gpu_job_fraction, 0.0, 1.0),
+        )?;
+        check(
+            "generate.mem_overprovision_median",
+            in_range(self.mem_overprovision_median, 0.01, 100.0),
+        )?;
+        check(
+            "generate.mem_overprovision_sigma",
+            in_range(self.mem_overprovision_sigma, 0.0, MAX_SIGMA),
+        )?;
+        check("generate.users", at_most(self.users.into(), MAX_JOBS))?;
+        // Arrivals are drawn at the peak rate and thinned: bound what that draws.
+        let expected = self.days * self.jobs_per_day * (1.0 + self.diurnal_amplitude);
+        if expected > MAX_JOBS as f64 {
+            return Err((
+                "generate.jobs_per_day",
+                format!(
+                    "days x jobs_per_day x (1 + diurnal_amplitude) = {expected:e} jobs, over the limit of {MAX_JOBS}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Draws one trace. Jobs are sorted by submission time and numbered from 0.
 pub fn generate(cfg: &GeneratorConfig, seed: u64) -> Vec<JobSpec> {
     let mut rng = RngStreams::new(seed).stream("trace-gen");

@@ -156,38 +156,75 @@ impl JobSpec {
         self.steps as f64 * f64::from(self.batch_size)
     }
 
-    /// Checks value ranges. Returns the offending field and why.
+    /// Checks value ranges, upper limits included (`crate::limits`). Returns the offending
+    /// field and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        fn positive(field: &'static str, v: f64) -> Result<(), (&'static str, String)> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
+        use crate::limits::*;
+        let check = |field: &'static str, r: Result<(), String>| r.map_err(|m| (field, m));
+        let count = |field: &'static str, v: u64, hi: u64| {
+            if v == 0 {
+                Err((field, "must be at least 1, got 0".to_string()))
             } else {
-                Err((field, format!("must be a positive number, got {v}")))
+                check(field, at_most(v, hi))
+            }
+        };
+        check("submit_s", in_range(self.submit_s as f64, 0.0, MAX_TIME_S))?;
+        if let Some(o) = &self.observed {
+            for (field, t) in [
+                ("observed.duration_s", o.duration_s),
+                ("observed.wait_s", o.wait_s),
+            ] {
+                check(field, in_range(t.unwrap_or(0) as f64, 0.0, MAX_TIME_S))?;
+            }
+            for s in &o.scale {
+                check(
+                    "observed.scale.t_s",
+                    in_range(s.t_s as f64, 0.0, MAX_TIME_S),
+                )?;
+                check(
+                    "observed.scale.ps",
+                    at_most(s.ps.into(), MAX_PODS_PER_ROLE.into()),
+                )?;
+                check(
+                    "observed.scale.workers",
+                    at_most(s.workers.into(), MAX_PODS_PER_ROLE.into()),
+                )?;
             }
         }
-        fn non_negative(field: &'static str, v: f64) -> Result<(), (&'static str, String)> {
-            if v.is_finite() && v >= 0.0 {
-                Ok(())
-            } else {
-                Err((field, format!("must be >= 0, got {v}")))
-            }
-        }
-        positive("batch_size", f64::from(self.batch_size))?;
-        positive("steps", self.steps as f64)?;
-        positive("dense_mb", self.dense_mb)?;
-        positive("emb_dim", f64::from(self.emb_dim))?;
-        non_negative("emb_mb_initial", self.emb_mb_initial)?;
-        non_negative("emb_mb_per_msample", self.emb_mb_per_msample)?;
-        positive("workers", f64::from(self.workers))?;
-        positive("worker_cpu", self.worker_cpu)?;
-        positive("worker_mem_mb", self.worker_mem_mb as f64)?;
+        count("batch_size", self.batch_size.into(), MAX_BATCH.into())?;
+        count("steps", self.steps, MAX_STEPS)?;
+        check(
+            "dense_mb",
+            in_range(self.dense_mb, f64::MIN_POSITIVE, MAX_MODEL_MB),
+        )?;
+        count("emb_dim", self.emb_dim.into(), MAX_EMB_DIM.into())?;
+        check(
+            "emb_mb_initial",
+            in_range(self.emb_mb_initial, 0.0, MAX_MODEL_MB),
+        )?;
+        check(
+            "emb_mb_per_msample",
+            in_range(self.emb_mb_per_msample, 0.0, MAX_EMB_GROWTH_MB),
+        )?;
+        count("workers", self.workers.into(), MAX_PODS_PER_ROLE.into())?;
+        check(
+            "worker_cpu",
+            in_range(self.worker_cpu, MIN_POD_CORES, MAX_CORES),
+        )?;
+        count("worker_mem_mb", self.worker_mem_mb, MAX_POD_MEM_MB)?;
+        check(
+            "worker_gpu",
+            at_most(self.worker_gpu.into(), MAX_GPUS.into()),
+        )?;
+        check("ps", at_most(self.ps.into(), MAX_PODS_PER_ROLE.into()))?;
         // `ps = 0` is a job without parameter servers (all-reduce or single pod); its PS
         // fields are then ignored.
         if self.ps > 0 {
-            positive("ps_cpu", self.ps_cpu)?;
-            positive("ps_mem_mb", self.ps_mem_mb as f64)?;
+            check("ps_cpu", in_range(self.ps_cpu, MIN_POD_CORES, MAX_CORES))?;
+            count("ps_mem_mb", self.ps_mem_mb, MAX_POD_MEM_MB)?;
         } else {
-            non_negative("ps_cpu", self.ps_cpu)?;
+            check("ps_cpu", in_range(self.ps_cpu, 0.0, MAX_CORES))?;
+            check("ps_mem_mb", at_most(self.ps_mem_mb, MAX_POD_MEM_MB))?;
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod format;
 pub mod generator;
 pub mod job;
+pub mod limits;
 
 pub use error::InputError;
 pub use format::{

@@ -89,14 +89,14 @@ impl World {
         }
         self.cluster.set_down(n, true);
         let repair = SimTime::from_secs_f64_ceil(self.faults.node_repair_h * 3_600.0);
-        queue.push(now + repair, Event::NodeRepair(n));
+        queue.push(now.saturating_add(repair), Event::NodeRepair(n));
     }
 
     pub(super) fn node_repaired(&mut self, now: SimTime, n: usize, queue: &mut EventQueue<Event>) {
         self.cluster.set_down(n, false);
         if self.unfinished > 0 {
             let ttf = self.cloud.time_to_failure(&self.faults, n);
-            queue.push(now + ttf, Event::NodeFail(n));
+            queue.push(now.saturating_add(ttf), Event::NodeFail(n));
         }
         self.queue_schedule(now, queue);
     }

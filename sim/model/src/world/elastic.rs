@@ -192,7 +192,7 @@ impl World {
             self.jobs[j].saving = Some(config);
             let epoch = self.jobs[j].epoch;
             let save = SimTime::from_secs_f64_ceil(self.elasticity.save_s(self.checkpoint_mb(j)));
-            queue.push(now + save, Event::StopSaved { job: j, epoch });
+            queue.push(now.saturating_add(save), Event::StopSaved { job: j, epoch });
             self.update_phase(now, j, queue);
         }
         self.queue_schedule(now, queue);
@@ -289,7 +289,7 @@ impl World {
         job.paused = true;
         let epoch = job.epoch;
         queue.push(
-            now + SimTime::from_secs_f64_ceil(pause_s),
+            now.saturating_add(SimTime::from_secs_f64_ceil(pause_s)),
             Event::SwitchDone { job: j, epoch },
         );
         self.update_phase(now, j, queue);

@@ -105,6 +105,10 @@ pub struct World {
     noise_cv: f64,
     history_len: usize,
     horizon: Option<SimTime>,
+    /// The run ends here at the latest (`settings::time_cap_s`): past it, time could
+    /// overflow or the timeline outgrow memory. Validation keeps arrivals and the horizon
+    /// before it, so only a job that would run for decades meets it.
+    time_cap: SimTime,
     /// Every job has ended and the last timeline sample is recorded: the events still
     /// queued (mostly pod-failure timers of pods long gone) can change nothing.
     drained: bool,
@@ -243,6 +247,7 @@ impl World {
             noise_cv: f.observation.noise_cv,
             history_len: f.observation.history_len,
             horizon: f.horizon_s.map(SimTime::from_secs),
+            time_cap: SimTime::from_secs(crate::settings::time_cap_s(f.timeline_interval_s)),
             drained: false,
             pending: 0,
             pending_total: crate::Resources::ZERO,
@@ -285,9 +290,12 @@ impl World {
     /// Ends the run after its `last` handled event: jobs still active become failed with
     /// reason `unfinished`, at the horizon itself if it cut the run short (not at whatever
     /// event happened to come last before it).
-    pub fn finish(&mut self, last: SimTime) {
+    /// `cut` says the loop stopped with events still queued: at the horizon, or else at
+    /// the time cap, where the run then ends.
+    pub fn finish(&mut self, last: SimTime, cut: bool) {
         let now = match self.horizon {
             Some(h) if !self.drained => h,
+            None if !self.drained && cut => self.time_cap,
             _ => last,
         };
         let active: Vec<usize> = self.active.iter().copied().collect();
@@ -546,7 +554,7 @@ impl World {
                         1.0
                     };
                     let latency = self.start_base_s + self.start_per_core_s * req.cpu_cores();
-                    let at = now + SimTime::from_secs_f64_ceil(latency);
+                    let at = now.saturating_add(SimTime::from_secs_f64_ceil(latency));
                     batch = match batch {
                         // Pods are created job by job, so `p - 1` is the same job's.
                         Some((t, first, count))
@@ -743,7 +751,7 @@ impl World {
                 job.needs_reload = false;
                 job.reloading = true;
                 queue.push(
-                    now + reload,
+                    now.saturating_add(reload),
                     Event::Resume {
                         job: j,
                         epoch: job.epoch,
@@ -860,7 +868,7 @@ impl World {
             if oom_samples < job.total_samples() {
                 let oom_s = (oom_samples - job.samples_done).max(0.0) / job.rate;
                 queue.push(
-                    now + SimTime::from_secs_f64_ceil(oom_s),
+                    now.saturating_add(SimTime::from_secs_f64_ceil(oom_s)),
                     Event::Oom { job: j, generation },
                 );
                 if oom_s <= finish_s {
@@ -869,7 +877,7 @@ impl World {
             }
         }
         queue.push(
-            now + SimTime::from_secs_f64_ceil(finish_s),
+            now.saturating_add(SimTime::from_secs_f64_ceil(finish_s)),
             Event::JobComplete { job: j, generation },
         );
     }
@@ -1009,6 +1017,11 @@ impl World {
             active_jobs: self.active.len() as u32,
             pending_pods: self.pending as u32,
         });
+        debug_assert!(
+            self.timeline.last().is_some_and(TimelineRow::is_finite),
+            "a timeline metric is not finite at {now}: {:?}",
+            self.timeline.last()
+        );
         if self.unfinished > 0 {
             queue.push(now + self.sample_every, Event::Sample);
         } else {
@@ -1151,6 +1164,6 @@ impl dlsim_engine::World for World {
     }
 
     fn done(&self, now: SimTime) -> bool {
-        self.drained || self.horizon.is_some_and(|h| now > h)
+        self.drained || self.horizon.is_some_and(|h| now > h) || now > self.time_cap
     }
 }

@@ -259,7 +259,10 @@ impl World {
         // Lifetimes beyond a year never matter for a replay and would overflow nothing, but
         // skipping them keeps the queue small.
         if ttf_s < 365.0 * 86_400.0 {
-            queue.push(now + SimTime::from_secs_f64_ceil(ttf_s), Event::PodFail(p));
+            queue.push(
+                now.saturating_add(SimTime::from_secs_f64_ceil(ttf_s)),
+                Event::PodFail(p),
+            );
             if queue.len() - self.queued_arrivals >= self.compact_timers_at {
                 self.drop_dead_timers(queue);
             }

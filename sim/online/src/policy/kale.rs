@@ -206,7 +206,8 @@ impl OnlinePolicy for Kale {
             "forecaster": self.forecaster.kind(),
             "rho": self.rho,
             "tau_min": self.tau_min,
-            "drain_min": self.drain_min,
+            // The default drains within the job's SLO.
+            "drain_min": self.drain_min.map_or(serde_json::json!("slo"), serde_json::Value::from),
             "shuffle": self.shuffle.is_some(),
             "decisions": self.decisions,
             "throughput_model": self.model.as_ref().map(|(m, e)| serde_json::json!({ "model": m, "held_out": e })),

@@ -1,0 +1,197 @@
+//! The invariants every swarm run is checked against. Each check returns why it failed,
+//! never panics, so the swarm can name the seed and go on.
+
+use dlsim_engine::SimTime;
+use dlsim_model::job::FailReason;
+use dlsim_model::policy::JobPhase;
+use dlsim_model::run::RunOutput;
+use dlsim_model::{Resources, Scenario};
+use serde_json::Value;
+
+/// `Err(why)` unless `cond`.
+fn ensure(cond: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(why())
+    }
+}
+
+/// A batch run: capacity, accounting, every job ended, exactly-once shards, no NaN,
+/// monotone time.
+pub fn batch(scenario: &Scenario, out: &RunOutput) -> Result<(), String> {
+    let w = &out.world;
+    // Capacity: the cluster's own bookkeeping, nothing held at the end, and no sample
+    // above capacity or with more in use than allocated.
+    w.cluster.check_invariants();
+    ensure(w.cluster.allocated() == Resources::ZERO, || {
+        format!(
+            "resources still allocated at the end: {:?}",
+            w.cluster.allocated()
+        )
+    })?;
+    let cap = w.cluster.capacity();
+    let mut last = 0;
+    for row in &w.timeline {
+        ensure(row.is_finite(), || {
+            format!("timeline row not finite: {row:?}")
+        })?;
+        ensure(row.time_s >= last, || {
+            format!("time went back to {} s", row.time_s)
+        })?;
+        last = row.time_s;
+        ensure(row.cpu_alloc <= cap.cpu_cores() + 1e-9, || {
+            format!("{} cores allocated of {}", row.cpu_alloc, cap.cpu_cores())
+        })?;
+        ensure(row.mem_alloc_mb <= cap.mem_mb as f64 + 1e-6, || {
+            format!("{} MB allocated of {}", row.mem_alloc_mb, cap.mem_mb)
+        })?;
+        ensure(row.cpu_used <= row.cpu_alloc + 1e-6, || {
+            format!(
+                "{} cores used of {} allocated at {} s",
+                row.cpu_used, row.cpu_alloc, row.time_s
+            )
+        })?;
+    }
+    // Accounting: every submitted job ended, completed or failed with a reason.
+    let s = &out.summary;
+    ensure(s.non_finite().is_none(), || {
+        format!("summary metric {:?} not finite", s.non_finite())
+    })?;
+    ensure(s.jobs_submitted == scenario.job_count(), || {
+        format!(
+            "{} jobs submitted of {}",
+            s.jobs_submitted,
+            scenario.job_count()
+        )
+    })?;
+    ensure(s.jobs_completed + s.jobs_failed == s.jobs_submitted, || {
+        format!(
+            "{} completed + {} failed != {} submitted",
+            s.jobs_completed, s.jobs_failed, s.jobs_submitted
+        )
+    })?;
+    ensure(out.jobs_csv.lines().count() == s.jobs_submitted + 1, || {
+        "jobs.csv lacks a row per job".into()
+    })?;
+    for job in w.jobs.iter() {
+        let id = job.spec.id;
+        match job.phase {
+            JobPhase::Completed => {
+                ensure(job.steps_done() == job.spec.steps, || {
+                    format!(
+                        "job {id} completed after {} of {} steps",
+                        job.steps_done(),
+                        job.spec.steps
+                    )
+                })?;
+                let (start, end) = (
+                    job.start.unwrap_or(SimTime::MAX),
+                    job.end.unwrap_or(SimTime::ZERO),
+                );
+                ensure(end >= start && start >= job.request.submit, || {
+                    format!(
+                        "job {id}: submit {} start {start} end {end}",
+                        job.request.submit
+                    )
+                })?;
+            }
+            JobPhase::Failed => ensure(job.fail_reason.is_some(), || {
+                format!("job {id} failed without a reason")
+            })?,
+            other => return Err(format!("job {id} left in phase {other:?}")),
+        }
+        if let (Some(h), Some(FailReason::Unfinished), Some(end)) =
+            (scenario.file.horizon_s, job.fail_reason, job.end)
+        {
+            ensure(end == SimTime::from_secs(h), || {
+                format!("job {id} cut at {end}, not the horizon")
+            })?;
+        }
+        ensure(job.steps_done() <= job.spec.steps, || {
+            format!("job {id} trained too many steps")
+        })?;
+        if let Some(ledger) = &job.ledger {
+            ledger
+                .check_consistent()
+                .map_err(|e| format!("job {id}: {e}"))?;
+            if job.phase == JobPhase::Completed {
+                ledger
+                    .check_exactly_once()
+                    .map_err(|e| format!("job {id}: {e}"))?;
+            }
+        }
+        ensure(
+            job.usage.cpu_used_core_s <= job.usage.cpu_alloc_core_s * (1.0 + 1e-9),
+            || format!("job {id} used more CPU than it was allocated"),
+        )?;
+    }
+    if scenario.file.horizon_s.is_none() {
+        ensure(!s.failures_by_reason.contains_key("unfinished"), || {
+            "a job left unfinished without a horizon".into()
+        })?;
+    }
+    Ok(())
+}
+
+/// An online run: a finite summary, no more trained than arrived, a timeline row per
+/// step in time order, never more workers than the cluster holds.
+pub fn online(
+    summary: &Value,
+    timeline_csv: &str,
+    minutes: u64,
+    max_workers: u32,
+) -> Result<(), String> {
+    if let Some(bad) = non_finite(summary, "") {
+        return Err(format!("summary: {bad}"));
+    }
+    let num = |k: &str| summary[k].as_f64().unwrap_or(f64::NAN);
+    ensure(
+        num("samples_trained") <= num("samples_arrived") * (1.0 + 1e-9) + 1e-6,
+        || {
+            format!(
+                "trained {} of {} arrived",
+                num("samples_trained"),
+                num("samples_arrived")
+            )
+        },
+    )?;
+    ensure(summary["minutes"].as_u64() == Some(minutes), || {
+        format!("{} minutes simulated of {minutes}", summary["minutes"])
+    })?;
+    ensure(num("peak_workers") <= f64::from(max_workers), || {
+        format!(
+            "{} workers, the cluster holds {max_workers}",
+            num("peak_workers")
+        )
+    })?;
+    let mut last = f64::MIN;
+    for line in timeline_csv.lines().skip(1) {
+        let t: f64 = line
+            .split(',')
+            .next()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(f64::NAN);
+        ensure(t >= last, || format!("timeline time went back to {t}"))?;
+        last = t;
+    }
+    Ok(())
+}
+
+/// The first null or non-finite number in `v`. A null `policy_report` is a policy with
+/// nothing to report (the online default), not a metric, and is allowed.
+pub fn non_finite(v: &Value, at: &str) -> Option<String> {
+    match v {
+        Value::Null if at == ".policy_report" => None,
+        Value::Null => Some(format!("{at} is null")),
+        Value::Number(n) if !n.as_f64().is_some_and(f64::is_finite) => Some(format!("{at} = {n}")),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| non_finite(x, &format!("{at}[{i}]"))),
+        Value::Object(o) => o
+            .iter()
+            .find_map(|(k, x)| non_finite(x, &format!("{at}.{k}"))),
+        _ => None,
+    }
+}

@@ -1,0 +1,227 @@
+//! `dlsim swarm`: a simulation swarm in the manner of TigerBeetle's VOPR (issue #21).
+//!
+//! Each seed draws one random scenario ([`draw`]) and runs it under one policy: seeds
+//! take the batch policies in turn (every spec of [`BATCH_POLICIES`], the chaos policy of
+//! [`chaos`] among them), and every tenth seed is an online (streaming) scenario under the
+//! online policies in turn, so any run of at least 50 consecutive seeds covers every
+//! policy. The run is checked against the model's invariants ([`check`]): capacity,
+//! accounting, every job ending, exactly-once shards, no NaN, monotone time; every fourth
+//! batch seed also replays with ended jobs released and requires identical outputs. A
+//! failure or a panic names its seed and the one-line command that reproduces it.
+
+pub mod chaos;
+pub mod check;
+pub mod draw;
+
+use dlsim_engine::RngStreams;
+use dlsim_model::policy::{Policy, Sharding};
+use dlsim_model::Scenario;
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Batch policies, in the order seeds take them.
+pub const BATCH_POLICIES: [&str; 10] = [
+    "static",
+    "static[sharding=dynamic]",
+    "static[slow=restart]",
+    "dlrover",
+    "dlrover-oss",
+    "optimus",
+    "es",
+    "well-tuned",
+    "chaos[sharding=dynamic]",
+    "chaos[sharding=static]",
+];
+
+/// What seed `seed` runs: `(online, policy spec)`.
+pub fn plan(seed: u64) -> (bool, String) {
+    if seed % 10 == 9 {
+        let p = draw::ONLINE_POLICIES[(seed / 10) as usize % draw::ONLINE_POLICIES.len()];
+        (true, p.to_string())
+    } else {
+        let k = (seed - seed / 10) as usize;
+        (false, BATCH_POLICIES[k % BATCH_POLICIES.len()].to_string())
+    }
+}
+
+/// The command that runs seed `seed` alone.
+pub fn reproducer(seed: u64) -> String {
+    format!("dlsim swarm --seeds 1 --from {seed}")
+}
+
+fn build_batch(spec: &str, seed: u64) -> Result<Box<dyn Policy>, String> {
+    match spec {
+        "chaos[sharding=dynamic]" => Ok(Box::new(chaos::Chaos::new(seed, Sharding::Dynamic))),
+        "chaos[sharding=static]" => Ok(Box::new(chaos::Chaos::new(seed, Sharding::Static))),
+        _ => dlsim_policies::build(spec).map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs the batch scenario of `seed` under `spec` and checks it; says what ran.
+pub fn run_batch(seed: u64, spec: &str) -> Result<String, String> {
+    let text = draw::batch(seed).to_string();
+    let scenario = Scenario::from_text(Path::new("swarm.json"), &text)
+        .map_err(|e| format!("the draw was refused on load: {e}"))?;
+    let out = dlsim_model::run(&scenario, build_batch(spec, seed)?);
+    check::batch(&scenario, &out)?;
+    if seed.is_multiple_of(4) {
+        // Releasing jobs and pods as they end (what the CLI does) changes no output and
+        // leaves nothing held.
+        let released = Scenario {
+            keep_ended: false,
+            ..scenario.clone()
+        };
+        let again = dlsim_model::run(&released, build_batch(spec, seed)?);
+        if (&again.summary_json, &again.jobs_csv, &again.timeline_csv)
+            != (&out.summary_json, &out.jobs_csv, &out.timeline_csv)
+        {
+            return Err("releasing ended jobs changed the outputs".into());
+        }
+        if (again.world.jobs.live(), again.world.pods.live()) != (0, 0) {
+            return Err("jobs or pods still held after the run".into());
+        }
+    }
+    let s = &out.summary;
+    Ok(format!(
+        "{} jobs, {} completed, {} events",
+        s.jobs_submitted, s.jobs_completed, s.events
+    ))
+}
+
+/// Runs the online scenario of `seed` under `spec` and checks it; says what ran.
+pub fn run_online(seed: u64, spec: &str) -> Result<String, String> {
+    let mut json = draw::online(seed);
+    json["policy"] = spec.into();
+    let path = Path::new("swarm-online.json");
+    let sc = dlsim_online::scenario::from_text(path, &json.to_string())
+        .map_err(|e| format!("the draw was refused on load: {e}"))?;
+    let policy = dlsim_online::policy::build(spec).map_err(|e| e.to_string())?;
+    let traffic = dlsim_online::run::traffic_for(&sc, &RngStreams::new(sc.file.seed))
+        .map_err(|e| e.to_string())?;
+    let out = dlsim_online::run::run(&sc, traffic, policy);
+    let summary = serde_json::to_value(&out.summary).map_err(|e| e.to_string())?;
+    check::online(
+        &summary,
+        &out.timeline_csv,
+        sc.horizon_s() / 60,
+        sc.max_workers(),
+    )?;
+    Ok(format!(
+        "{} minutes, {} events",
+        summary["minutes"], summary["events"]
+    ))
+}
+
+thread_local! {
+    /// The last panic's message and place on this thread, taken by [`run_seed`].
+    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs seed `seed`: what ran, or why it failed (a panic inside becomes an error naming
+/// where it happened).
+pub fn run_seed(seed: u64) -> Result<String, String> {
+    let (online, spec) = plan(seed);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        if online {
+            run_online(seed, &spec)
+        } else {
+            run_batch(seed, &spec)
+        }
+    }));
+    let kind = if online { "online" } else { "batch" };
+    match result {
+        Ok(Ok(what)) => Ok(format!("{kind} under {spec}: {what}")),
+        Ok(Err(why)) => Err(format!("{kind} under {spec}: {why}")),
+        Err(_) => {
+            let what = PANIC.with(|p| p.borrow_mut().take()).unwrap_or_default();
+            Err(format!("{kind} under {spec}: panicked: {what}"))
+        }
+    }
+}
+
+/// How many seeds to run, from where, on how many threads, and for how long at most.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub seeds: u64,
+    pub from: u64,
+    pub minutes: Option<f64>,
+    pub threads: usize,
+}
+
+/// What a swarm did.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub ran: u64,
+    /// `(seed, why)` of every failed seed, in seed order.
+    pub failures: Vec<(u64, String)>,
+    pub elapsed: Duration,
+}
+
+/// Runs the seeds of `opts` (each thread takes the next seed not yet taken), stopping
+/// early when `minutes` have passed, and calls `each` after every seed as results come
+/// in. Each seed's run depends on the seed alone, so the threads change only the order
+/// of the lines, never a result. Panics are caught (their message kept for the report,
+/// not printed by the default hook).
+pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) -> Report {
+    let start = Instant::now();
+    let budget = opts
+        .minutes
+        .map(|m| Duration::from_secs_f64(m.max(0.0) * 60.0));
+    let end = opts.from.saturating_add(opts.seeds);
+    let next = AtomicU64::new(opts.from);
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|info| {
+        PANIC.with(|p| *p.borrow_mut() = Some(info.to_string()));
+    }));
+    let mut report = Report::default();
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..opts.threads.max(1) {
+            let (tx, next) = (tx.clone(), &next);
+            scope.spawn(move || loop {
+                if budget.is_some_and(|b| start.elapsed() >= b) {
+                    break;
+                }
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    break;
+                }
+                if tx.send((seed, run_seed(seed))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (seed, result) in rx {
+            report.ran += 1;
+            each(seed, &result);
+            if let Err(why) = result {
+                report.failures.push((seed, why));
+            }
+        }
+    });
+    panic::set_hook(hook);
+    report.failures.sort_by_key(|f| f.0);
+    report.elapsed = start.elapsed();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifty_seeds_cover_every_policy() {
+        let mut seen: Vec<String> = (0..50).map(|s| plan(s).1).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            BATCH_POLICIES.len() + draw::ONLINE_POLICIES.len()
+        );
+    }
+}

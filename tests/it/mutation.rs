@@ -316,31 +316,13 @@ fn poisoned(out: &Path) -> Option<String> {
                     Ok(v) => v,
                     Err(e) => return Some(format!("{}: {e}", path.display())),
                 };
-                if let Some(k) = bad_value(&v, "") {
+                if let Some(k) = dlsim_swarm::check::non_finite(&v, "") {
                     return Some(format!("{}: {k}", path.display()));
                 }
             }
         }
     }
     None
-}
-
-/// The first null or non-finite value; a null online `policy_report` (a policy with
-/// nothing to report) is not a metric and is allowed.
-fn bad_value(v: &Value, at: &str) -> Option<String> {
-    match v {
-        Value::Null if at == ".policy_report" => None,
-        Value::Null => Some(format!("{at} is null")),
-        Value::Number(n) if !n.as_f64().is_some_and(f64::is_finite) => Some(format!("{at} = {n}")),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .find_map(|(i, x)| bad_value(x, &format!("{at}[{i}]"))),
-        Value::Object(o) => o
-            .iter()
-            .find_map(|(k, x)| bad_value(x, &format!("{at}.{k}"))),
-        _ => None,
-    }
 }
 
 // ---- the mutations ----

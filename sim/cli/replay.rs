@@ -82,6 +82,19 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         policies.push(build_policy(args, spec)?);
     }
     let several = policies.len() > 1;
+    if several {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &policies {
+            let name = dlsim_policies::folder_name(&p.spec());
+            if !seen.insert(name.clone()) {
+                return Err(BadInput(format!(
+                    "--policy: `{}` is listed twice (both runs would write {name}/)",
+                    p.spec()
+                ))
+                .into());
+            }
+        }
+    }
     let base = args.out.clone();
     if let Some(out) = &base {
         // A bad --out fails before the runs, not after them.

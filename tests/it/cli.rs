@@ -204,4 +204,16 @@ fn replay_of_a_policy_list_writes_one_folder_per_policy() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
     assert!(!bad.exists(), "nothing written");
+    // The same policy twice would write one folder twice: refused the same way.
+    let o = dlsim(&[
+        "replay",
+        s,
+        "--policy",
+        "static,static",
+        "--out",
+        path_str(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("listed twice"), "{}", stderr(&o));
+    assert!(!bad.exists(), "nothing written");
 }

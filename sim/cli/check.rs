@@ -51,16 +51,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     }
     if args.bless {
         for checked in &runs {
-            let name = match checked {
-                Checked::Run(label, summary) => {
-                    base.bless(label, summary);
-                    label.clone()
-                }
-                Checked::Pooled(g) => {
-                    base.bless_pooled(g);
-                    g.name()
-                }
+            let blessed = match checked {
+                Checked::Run(label, summary) => base.bless(label, summary).map(|()| label.clone()),
+                Checked::Pooled(g) => base.bless_pooled(g).map(|()| g.name()),
             };
+            // Nothing is written unless every run blessed.
+            let name =
+                blessed.map_err(|e| BadInput(format!("{}: {e:#}", args.baseline.display())))?;
             if !args.quiet {
                 println!("blessed {name}");
             }
@@ -76,6 +73,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let mut diffs = Vec::new();
     let mut unblessed = Vec::new();
+    // Runs whose check compared no metric: a check that compares nothing fails (issue #19).
+    let mut compared_nothing = Vec::new();
     for checked in &runs {
         let compared = match checked {
             Checked::Run(label, _) if !base.runs.contains_key(label) => {
@@ -90,7 +89,14 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             Checked::Pooled(g) => compare_pooled(&base, g),
         };
         let named = |e: anyhow::Error| BadInput(format!("{}: {e:#}", args.baseline.display()));
-        diffs.extend(compared.map_err(named)?);
+        let compared = compared.map_err(named)?;
+        if compared.is_empty() {
+            compared_nothing.push(match checked {
+                Checked::Run(label, _) => label.clone(),
+                Checked::Pooled(g) => g.name(),
+            });
+        }
+        diffs.extend(compared);
     }
     // With --quiet, only the errors below (stderr) and the exit code speak.
     let say = |line: &str| {
@@ -144,11 +150,18 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             "{improved} metric(s) improved beyond tolerance: consider re-blessing."
         ));
     }
-    if regressed + missing > 0 || !unblessed.is_empty() {
+    for label in &compared_nothing {
+        eprintln!(
+            "error: `{label}` compared no metric: its golden values in {} have no metric with a tolerance",
+            args.baseline.display()
+        );
+    }
+    if regressed + missing > 0 || !unblessed.is_empty() || !compared_nothing.is_empty() {
         // The verdict is the error: printed even with --quiet.
         println!(
-            "FAILED: {regressed} regression(s), {missing} missing metric(s), {} run(s) without a baseline",
-            unblessed.len()
+            "FAILED: {regressed} regression(s), {missing} missing metric(s), {} run(s) without a baseline, {} run(s) comparing no metric",
+            unblessed.len(),
+            compared_nothing.len()
         );
         return Ok(ExitCode::from(1));
     }

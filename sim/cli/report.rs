@@ -32,7 +32,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     }
-    let written = dlsim_report::render::report(&args.runs, args.baseline.as_deref(), &args.out)?;
+    let written = dlsim_report::render::report(&args.runs, args.baseline.as_deref(), &args.out)
+        .map_err(
+            |e| match e.downcast::<dlsim_report::aggregate::MixedScenarios>() {
+                Ok(mixed) => BadInput(mixed.0).into(),
+                Err(e) => e,
+            },
+        )?;
     if args.quiet {
         return Ok(ExitCode::SUCCESS);
     }

@@ -140,3 +140,46 @@ fn two_policy_report_has_every_table_and_figure() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
 }
+
+/// Runs of two scenarios are not pooled under one policy (issue #19: a quickstart run and
+/// an openb run were reported together as "static"): exit 2 naming both scenarios, and no
+/// report folder.
+#[test]
+fn runs_of_different_scenarios_are_not_pooled() {
+    let dir = scratch("report-mixed");
+    crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for out in [&a, &b] {
+        let o = dlsim(&[
+            "replay",
+            path_str(&dir.join("tiny.json")),
+            "--out",
+            path_str(out),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let path = b.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    summary["scenario"] = serde_json::json!("other-scenario");
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let out = dir.join("report");
+    let o = dlsim(&[
+        "report",
+        path_str(&a),
+        path_str(&b),
+        "--out",
+        path_str(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("2 scenarios") && err.contains("`other-scenario`"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    // Either scenario alone reports.
+    let o = dlsim(&["report", path_str(&a), "--out", path_str(&out), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

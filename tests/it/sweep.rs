@@ -201,6 +201,30 @@ fn check_passes_on_the_blessed_run_and_fails_on_a_regression() {
     let o = check(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("REGRESSED"), "{}", stdout(&o));
+
+    // A check that compares no metric fails (issue #19): here the tolerances of every
+    // blessed metric are gone from the file, so nothing would be compared.
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    file["tolerances"] = serde_json::json!({"some_other_metric": {"worse": "higher", "rel": 0.1}});
+    std::fs::write(&baseline, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    let o = check(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("`static` compared no metric"),
+        "{}",
+        stderr(&o)
+    );
+    // And nothing is blessed from a run without any of the baseline's metrics.
+    let before = std::fs::read(&baseline).unwrap();
+    let o = check(&["--bless"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing blessed"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&baseline).unwrap(),
+        before,
+        "the file is untouched"
+    );
 }
 
 /// A sweep is checked per policy (and scenario parameters) on its scenario, pooled over

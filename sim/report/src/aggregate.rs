@@ -54,7 +54,47 @@ pub fn load_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     if runs.is_empty() {
         bail!("no finished runs under the given folders");
     }
+    one_scenario(&runs)?;
     Ok(runs)
+}
+
+/// Runs of different scenarios replayed other workloads on other clusters: pooling their
+/// jobs under one policy, or pairing their seeds for deltas, would mix them silently.
+#[derive(Debug)]
+pub struct MixedScenarios(pub String);
+
+impl std::fmt::Display for MixedScenarios {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MixedScenarios {}
+
+/// Fails with [`MixedScenarios`], naming each scenario's first folder, when the runs come
+/// from more than one scenario (by the `scenario` of their `summary.json`).
+fn one_scenario(runs: &[Run]) -> anyhow::Result<()> {
+    let mut seen: Vec<(&str, &Path, usize)> = Vec::new();
+    for r in runs {
+        let name = r.summary["scenario"].as_str().unwrap_or("?");
+        match seen.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, count)) => *count += 1,
+            None => seen.push((name, &r.dir, 1)),
+        }
+    }
+    if seen.len() > 1 {
+        let listed: Vec<String> = seen
+            .iter()
+            .map(|(n, dir, count)| format!("`{n}` ({count} run(s), e.g. {})", dir.display()))
+            .collect();
+        return Err(MixedScenarios(format!(
+            "the runs come from {} scenarios: {}; a report compares policies on one scenario, so report each scenario's runs separately",
+            seen.len(),
+            listed.join(", ")
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn load_run(dir: &Path) -> anyhow::Result<Run> {

@@ -112,6 +112,27 @@ impl Baseline {
         if b.format != "dlsim-baseline" || b.version != 1 {
             return Err(InputError::new(path, "expected a dlsim-baseline v1 file").field("format"));
         }
+        // An entry without metrics would make every check of it pass while comparing
+        // nothing (issue #19).
+        let empty = b
+            .runs
+            .iter()
+            .filter(|(_, g)| g.metrics.is_empty())
+            .map(|(label, _)| format!("runs.{label}"))
+            .chain(b.pooled.iter().flat_map(|(scenario, labels)| {
+                labels
+                    .iter()
+                    .filter(|(_, p)| p.metrics.is_empty())
+                    .map(move |(label, _)| format!("pooled.{scenario}.{label}"))
+            }))
+            .next();
+        if let Some(field) = empty {
+            return Err(InputError::new(
+                path,
+                "blessed without a single metric, so a check of it would compare nothing; re-bless it from a run that has the baseline's metrics",
+            )
+            .field(format!("{field}.metrics")));
+        }
         // A negative slack flags every run and a huge one none (issue #21).
         for (metric, t) in &b.tolerances {
             for (name, v, hi) in [
@@ -134,9 +155,10 @@ impl Baseline {
         serde_json::to_string_pretty(self).expect("baseline serialises") + "\n"
     }
 
-    /// Records `summary` as the golden values of `label`.
-    pub fn bless(&mut self, label: &str, summary: &Value) {
-        let metrics = self
+    /// Records `summary` as the golden values of `label`. Fails, recording nothing, when
+    /// the summary has none of the metrics the baseline has tolerances for.
+    pub fn bless(&mut self, label: &str, summary: &Value) -> anyhow::Result<()> {
+        let metrics: BTreeMap<String, f64> = self
             .tolerances
             .keys()
             .filter_map(|k| {
@@ -146,17 +168,20 @@ impl Baseline {
                     .map(|v| (k.clone(), v))
             })
             .collect();
+        self.nonempty(&metrics, &format!("run `{label}`"))?;
         self.runs
             .insert(label.to_string(), golden_of(summary, metrics));
+        Ok(())
     }
 
-    /// Records a sweep's pooled values of one policy as golden.
-    pub fn bless_pooled(&mut self, g: &Group) {
-        let metrics = self
+    /// Records a sweep's pooled values of one policy as golden; fails as [`Self::bless`].
+    pub fn bless_pooled(&mut self, g: &Group) -> anyhow::Result<()> {
+        let metrics: BTreeMap<String, f64> = self
             .tolerances
             .keys()
             .filter_map(|k| Some((k.clone(), *g.metrics.get(k)?)))
             .collect();
+        self.nonempty(&metrics, &g.name())?;
         self.pooled.entry(g.scenario.clone()).or_default().insert(
             g.label.clone(),
             Pooled {
@@ -164,6 +189,22 @@ impl Baseline {
                 metrics,
             },
         );
+        Ok(())
+    }
+
+    /// A blessing with no metric would make every later check compare nothing.
+    fn nonempty(&self, metrics: &BTreeMap<String, f64>, what: &str) -> anyhow::Result<()> {
+        if metrics.is_empty() {
+            bail!(
+                "{what} has none of the metrics the baseline has tolerances for ({}); nothing blessed",
+                self.tolerances
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Ok(())
     }
 
     /// The pooled golden values of `g`'s scenario and policy, if blessed.
@@ -467,7 +508,7 @@ mod tests {
     fn flags_regressions_beyond_tolerance_only() {
         let mut base = Baseline::default();
         let run = json!({"scenario": "q", "seed": 1, "jct_median_s": 1000.0, "jcr": 0.9});
-        base.bless("static", &run);
+        base.bless("static", &run).unwrap();
         let same = compare(&base, "static", &run).unwrap();
         assert!(same.iter().all(|d| d.status == Status::Ok), "{same:?}");
         let slower = json!({"scenario": "q", "seed": 1, "jct_median_s": 1030.0, "jcr": 0.9});
@@ -510,7 +551,7 @@ mod tests {
         assert!(!groups[0].metrics.contains_key("seed"));
         let mut base = Baseline::default();
         for g in &groups[..2] {
-            base.bless_pooled(g);
+            base.bless_pooled(g).unwrap();
         }
         assert!(
             base.pooled_of(&groups[2]).is_none(),
@@ -532,5 +573,41 @@ mod tests {
         assert!(text.contains("\"pooled\": {\n    \"q\": {"), "{text}");
         let back: Baseline = serde_json::from_str(&text).unwrap();
         assert_eq!(back, base);
+    }
+
+    /// A run or sweep without any of the baseline's metrics (an online run checked against
+    /// batch tolerances, say) is not blessed, and a file holding such an entry is refused,
+    /// so no check can pass by comparing nothing (issue #19).
+    #[test]
+    fn nothing_is_blessed_or_loaded_without_metrics() {
+        let mut base = Baseline::default();
+        let online = json!({"scenario": "o", "seed": 1, "violation_rate": 0.1});
+        let err = base.bless("hpa", &online).unwrap_err().to_string();
+        assert!(err.contains("run `hpa` has none of the metrics"), "{err}");
+        assert!(base.runs.is_empty());
+        let g = Group {
+            scenario: "o".into(),
+            label: "hpa".into(),
+            seeds: vec![1],
+            metrics: BTreeMap::from([("violation_rate".to_string(), 0.1)]),
+        };
+        assert!(base.bless_pooled(&g).is_err());
+        assert!(base.pooled.is_empty());
+        // A hand-made (or formerly blessed) empty entry is refused on load, naming it.
+        base.runs.insert(
+            "hpa".into(),
+            Golden {
+                scenario: "o".into(),
+                seed: 1,
+                metrics: BTreeMap::new(),
+            },
+        );
+        let dir = std::env::temp_dir().join(format!("dlsim-check-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("b.json");
+        std::fs::write(&path, base.to_json()).unwrap();
+        let err = Baseline::load(&path).unwrap_err().to_string();
+        assert!(err.contains("runs.hpa.metrics"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

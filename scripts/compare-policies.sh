@@ -3,16 +3,17 @@
 # metrics (JCT mean/median/p90 in minutes, JCR, job CPU/memory utilisation, rescales) and
 # each replay's wall time (`wall_s` from its run.json). Usage:
 #   scripts/compare-policies.sh SCENARIO [POLICY...]
-# Default policies: static dlrover dlrover-oss optimus es well-tuned. Builds dlsim in release.
+# Default policies: every batch policy of the registry (`dlsim policies --names batch`).
+# Builds dlsim in release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario=${1:?usage: scripts/compare-policies.sh SCENARIO [POLICY...]}
 shift
 policies=("$@")
-[ ${#policies[@]} -gt 0 ] || policies=(static dlrover dlrover-oss optimus es well-tuned)
 cargo build --release -q
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target="$PWD/$target" ;; esac
+[ ${#policies[@]} -gt 0 ] || mapfile -t policies < <("$target/release/dlsim" policies --names batch)
 out=$(mktemp -d)
 echo "| policy | JCT mean (min) | median | p90 | JCR | job CPU util | job mem util | rescales | wall (s) |"
 echo "|---|---|---|---|---|---|---|---|---|"

@@ -2,14 +2,14 @@
 //! dlrm2025, pai2020, philly, swf) and strictness; the rest is the source file. Every job
 //! an import returns must pass `JobSpec::validate`.
 #![no_main]
-use dlsim_importers::{import, Format, ImportOptions};
+use dlsim_importers::{import, ImportOptions, IMPORTERS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let format = Format::ALL[usize::from(pick) % Format::ALL.len()];
+    let format = IMPORTERS[usize::from(pick) % IMPORTERS.len()];
     let path = std::env::temp_dir().join(format!("dlsim-fuzz-import-{}.csv", std::process::id()));
     std::fs::write(&path, rest).expect("write the input");
     let opts = ImportOptions {

@@ -7,9 +7,50 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct PoliciesArgs {
+    /// Print only the names of one kind of policy, one per line (for scripts, e.g.
+    /// `scripts/compare-policies.sh`).
+    #[arg(long, value_name = "KIND", conflicts_with = "markdown")]
+    pub names: Option<Kind>,
+    /// Print the README's table of policies (name and summary) in Markdown.
+    #[arg(long)]
+    pub markdown: bool,
     /// Accepted on every command; the listing is this command's output, so it still prints.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// The two kinds of policy.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Kind {
+    /// Cluster-level policies of batch (PS/worker training) jobs.
+    Batch,
+    /// Autoscalers of online (streaming) training jobs.
+    Online,
+}
+
+impl Kind {
+    fn docs(self) -> &'static [&'static dlsim_policies::PolicyDoc] {
+        match self {
+            Kind::Batch => dlsim_policies::POLICY_DOCS,
+            Kind::Online => dlsim_online::policy::DOCS,
+        }
+    }
+}
+
+/// The README's table of policies (between its `dlsim policies --markdown` markers, kept
+/// current by `tests/it/policies.rs`): one row per registry entry, batch then online.
+pub fn markdown() -> String {
+    let mut s = String::from("| policy | kind | what it is |\n|---|---|---|\n");
+    for (kind, label) in [(Kind::Batch, "batch"), (Kind::Online, "online")] {
+        for d in kind.docs() {
+            s.push_str(&format!(
+                "| `{}` | {label} | {} |\n",
+                d.name,
+                d.summary.replace('|', "\\|")
+            ));
+        }
+    }
+    s
 }
 
 /// The listing: the spec syntax, then the batch and the online policies.
@@ -29,7 +70,15 @@ pub fn text() -> String {
     )
 }
 
-pub fn run(_args: &PoliciesArgs) -> anyhow::Result<ExitCode> {
-    print!("{}", text());
+pub fn run(args: &PoliciesArgs) -> anyhow::Result<ExitCode> {
+    if let Some(kind) = args.names {
+        for d in kind.docs() {
+            println!("{}", d.name);
+        }
+    } else if args.markdown {
+        print!("{}", markdown());
+    } else {
+        print!("{}", text());
+    }
     Ok(ExitCode::SUCCESS)
 }

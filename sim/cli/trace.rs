@@ -4,7 +4,7 @@
 use crate::BadInput;
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use dlsim_importers::{Format, ImportOptions};
+use dlsim_importers::ImportOptions;
 use dlsim_online::rates::RateFormat;
 use dlsim_traces::{generate, read_trace, write_trace, GeneratorConfig, TraceHeader};
 use std::path::PathBuf;
@@ -15,8 +15,8 @@ use std::time::Instant;
 pub enum TraceCommand {
     /// Generate an AntGroup-style trace (distributions from the papers' published statistics).
     Gen(GenArgs),
-    /// Import a public trace (openb, dlrm2025, pai2020, philly, swf) into the native format,
-    /// or a rate series (qps, dlrm2025-creations) for online scenarios.
+    /// Import a public trace into the native format, or a rate series for online scenarios
+    /// (`--format` lists them).
     Import(ImportArgs),
     /// Print counts, distributions, arrivals by hour and outcome mix of a native trace.
     Inspect(InspectArgs),
@@ -24,9 +24,8 @@ pub enum TraceCommand {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// Source format: openb, dlrm2025, pai2020, philly or swf (job traces); qps or
-    /// dlrm2025-creations (rate series for online scenarios).
-    #[arg(long)]
+    /// Source format (listed from the importers' registries).
+    #[arg(long, help = format_help(), long_help = format_long_help())]
     pub format: String,
     /// Source file (CSV, or SWF plain or gzip).
     pub input: PathBuf,
@@ -141,6 +140,32 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `--format`'s short help: the names, job traces then rate series.
+fn format_help() -> String {
+    format!(
+        "Source format: {} (job traces); {} (rate series for online scenarios)",
+        dlsim_importers::format_names().join(", "),
+        RateFormat::ALL
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `--format`'s long help (`--help`): each name with what it reads.
+fn format_long_help() -> String {
+    let mut s = String::from("Source format. Job traces (into the native trace format):");
+    for f in dlsim_importers::IMPORTERS {
+        s.push_str(&format!("\n  {:<20}{}", f.name, f.source));
+    }
+    s.push_str("\nRate series (CSV, for online scenarios):");
+    for f in RateFormat::ALL {
+        s.push_str(&format!("\n  {}", f.as_str()));
+    }
+    s
+}
+
 fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let wall = Instant::now();
     if let Some(f) = RateFormat::parse(&a.format) {
@@ -153,10 +178,9 @@ fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(format) = Format::parse(&a.format) else {
-        let names: Vec<&str> = Format::ALL
-            .iter()
-            .map(|f| f.as_str())
+    let Some(format) = dlsim_importers::format(&a.format) else {
+        let names: Vec<&str> = dlsim_importers::format_names()
+            .into_iter()
             .chain(RateFormat::ALL.iter().map(|f| f.as_str()))
             .collect();
         return Err(BadInput(format!(

@@ -477,3 +477,22 @@ fn bad_row_exits_2_naming_line_and_skip_bad_counts_it() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The README's synopsis of `trace import` and `--help` name exactly the registry's
+/// formats, in its order.
+#[test]
+fn the_readme_and_help_list_the_registry_formats() {
+    let names = dlsim_importers::format_names();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let synopsis = format!("--format {{{}}}", names.join(","));
+    assert!(readme.contains(&synopsis), "README.md lacks `{synopsis}`");
+    let o = dlsim(&["trace", "import", "--help"]);
+    let help = stdout(&o);
+    for f in dlsim_importers::IMPORTERS {
+        assert!(
+            help.contains(f.name) && help.contains(f.source),
+            "{}: {help}",
+            f.name
+        );
+    }
+}

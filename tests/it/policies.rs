@@ -151,3 +151,37 @@ fn the_documented_defaults_are_the_defaults() {
         );
     }
 }
+
+/// The README's table of policies is `dlsim policies --markdown`, from the registry, so a
+/// new policy appears there by regenerating it, and a stale table fails here.
+#[test]
+fn the_readme_table_of_policies_is_the_registry() {
+    let o = dlsim(&["policies", "--markdown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    for d in dlsim_policies::POLICY_DOCS
+        .iter()
+        .chain(dlsim_online::policy::DOCS)
+    {
+        assert!(table.contains(&format!("| `{}` |", d.name)), "{table}");
+    }
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let begin = "<!-- dlsim policies --markdown: begin -->\n";
+    let end = "<!-- dlsim policies --markdown: end -->";
+    let start = readme.find(begin).expect("README marks the table") + begin.len();
+    let stop = readme.find(end).expect("README marks the table's end");
+    assert_eq!(
+        &readme[start..stop],
+        table,
+        "README.md's table is stale: replace it with `dlsim policies --markdown`"
+    );
+    // The names listing scripts read is the registry's, kind by kind.
+    let o = dlsim(&["policies", "--names", "batch"]);
+    let names: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(names, dlsim_policies::POLICY_NAMES);
+    let o = dlsim(&["policies", "--names", "online"]);
+    assert_eq!(
+        stdout(&o).lines().collect::<Vec<_>>().join(", "),
+        dlsim_online::policy::KNOWN
+    );
+}

@@ -124,6 +124,14 @@ struct App {
     alive_since: Vec<u64>,
 }
 
+/// This format's entry in the registry (`crate::IMPORTERS`).
+pub const IMPORTER: crate::Importer = crate::Importer {
+    name: "dlrm2025",
+    source: "Alibaba disaggregated DLRM trace (v2025)",
+    read,
+    node_shapes: node_shapes,
+};
+
 pub(crate) fn read(
     mut lines: Lines,
     opts: &ImportOptions,

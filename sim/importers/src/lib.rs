@@ -23,56 +23,71 @@
 //! (stable, so ties keep input order) and numbered from 0.
 
 pub mod cluster;
-pub mod dlrm2025;
 pub mod input;
 pub mod inspect;
-pub mod openb;
-pub mod pai2020;
-pub mod philly;
 pub mod report;
-pub mod swf;
 pub mod synth;
 
 pub use cluster::{write_node_list, NodeRow};
 pub use report::ImportReport;
 
+use cluster::NodeShape;
 use dlsim_traces::{InputError, JobSpec, TraceHeader};
 use input::{reject, Lines, RowError};
 use std::path::{Path, PathBuf};
 use synth::{Draft, Synth};
 
-/// A supported source format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Format {
-    Openb,
-    Dlrm2025,
-    Pai2020,
-    Philly,
-    Swf,
+/// One importer of a public job trace: its `--format` name, what it reads, and the
+/// functions that read it. Each format module defines its own `pub const IMPORTER`.
+pub struct Importer {
+    /// The `--format` name; also the name of the module that documents the mapping.
+    pub name: &'static str,
+    /// What the source is, in a few words (for `--help` and error messages).
+    pub source: &'static str,
+    read: fn(Lines, &ImportOptions, &mut ImportReport) -> Result<Parsed, InputError>,
+    /// The CPU and GPU node shapes of the peak-demand cluster, for a source that does
+    /// not describe its nodes.
+    node_shapes: fn() -> (NodeShape, NodeShape),
 }
 
-impl Format {
-    pub const ALL: [Format; 5] = [
-        Format::Openb,
-        Format::Dlrm2025,
-        Format::Pai2020,
-        Format::Philly,
-        Format::Swf,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Openb => "openb",
-            Format::Dlrm2025 => "dlrm2025",
-            Format::Pai2020 => "pai2020",
-            Format::Philly => "philly",
-            Format::Swf => "swf",
-        }
+impl std::fmt::Debug for Importer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Importer({})", self.name)
     }
+}
 
-    pub fn parse(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.as_str() == name)
+impl PartialEq for Importer {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
     }
+}
+
+impl Eq for Importer {}
+
+/// A supported source format: an entry of [`IMPORTERS`].
+pub type Format = &'static Importer;
+
+/// The registry: declares each format module and lists its `IMPORTER`, in this order
+/// (the order of `--help` and of error messages). Adding a format is its module file plus
+/// its name here.
+macro_rules! importers {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every importer, in the order of `--help`.
+        pub static IMPORTERS: &[Format] = &[$(&$module::IMPORTER),*];
+    };
+}
+
+importers!(openb, dlrm2025, pai2020, philly, swf);
+
+/// The importer named `name`, if any.
+pub fn format(name: &str) -> Option<Format> {
+    IMPORTERS.iter().copied().find(|f| f.name == name)
+}
+
+/// Every format name, in registry order.
+pub fn format_names() -> Vec<&'static str> {
+    IMPORTERS.iter().map(|f| f.name).collect()
 }
 
 /// What the user chose on the command line.
@@ -106,17 +121,11 @@ pub struct Imported {
 
 /// Imports `input` in `format`. Errors name the file, line and field.
 pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, InputError> {
-    let mut report = ImportReport::new(format.as_str());
+    let mut report = ImportReport::new(format.name);
     let lines = Lines::open(input)?;
-    let parsed = match format {
-        Format::Openb => openb::read(lines, opts, &mut report)?,
-        Format::Dlrm2025 => dlrm2025::read(lines, opts, &mut report)?,
-        Format::Pai2020 => pai2020::read(lines, opts, &mut report)?,
-        Format::Philly => philly::read(lines, opts, &mut report)?,
-        Format::Swf => swf::read(lines, opts, &mut report)?,
-    };
+    let parsed = (format.read)(lines, opts, &mut report)?;
     // Synthesis first (it may raise memory requests), then the cluster and the fit check.
-    let mut synth = Synth::new(opts.seed, format.as_str());
+    let mut synth = Synth::new(opts.seed, format.name);
     let mut synthesized = Vec::with_capacity(parsed.drafts.len());
     let mut lines = Vec::with_capacity(parsed.drafts.len());
     for d in parsed.drafts {
@@ -139,11 +148,7 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
     let (nodes, desc) = match parsed.nodes {
         Some(n) => n,
         None => {
-            let (cpu, gpu) = match format {
-                Format::Dlrm2025 => dlrm2025::node_shapes(),
-                Format::Philly => philly::node_shapes(),
-                _ => pai2020::node_shapes(),
-            };
+            let (cpu, gpu) = (format.node_shapes)();
             cluster::size_cluster(&synthesized, &cpu, &gpu)
         }
     };
@@ -189,12 +194,12 @@ pub fn header(
     let name = |p: &Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
     TraceHeader::new(serde_json::json!({
         "importer": "dlsim trace import",
-        "format": format.as_str(),
+        "format": format.name,
         "input": name(input),
         "nodes": opts.nodes.as_deref().and_then(name),
         "seed": opts.seed,
         "strict": opts.strict,
-        "mapping": format!("sim/importers/src/{}.rs", format.as_str()),
+        "mapping": format!("sim/importers/src/{}.rs", format.name),
         "report": report,
     }))
 }

@@ -69,6 +69,15 @@ const UNTIMED_COLS: &[&str] = &["name", "cpu_milli", "memory_mib", "num_gpu", "g
 
 const NODE_COLS: &[&str] = &["sn", "cpu_milli", "memory_mib", "gpu", "model"];
 
+/// This format's entry in the registry (`crate::IMPORTERS`).
+pub const IMPORTER: crate::Importer = crate::Importer {
+    name: "openb",
+    source: "Alibaba GPU cluster trace v2023 pod list",
+    read,
+    // Without a node list, the PAI cluster's node shapes (`pai2020.rs`).
+    node_shapes: crate::pai2020::node_shapes,
+};
+
 pub(crate) fn read(
     mut lines: Lines,
     opts: &ImportOptions,

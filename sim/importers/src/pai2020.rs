@@ -83,6 +83,14 @@ struct Job {
     tasks: Vec<Task>,
 }
 
+/// This format's entry in the registry (`crate::IMPORTERS`).
+pub const IMPORTER: crate::Importer = crate::Importer {
+    name: "pai2020",
+    source: "Alibaba PAI 2020 task table",
+    read,
+    node_shapes: node_shapes,
+};
+
 pub(crate) fn read(
     mut lines: Lines,
     opts: &ImportOptions,

@@ -46,6 +46,14 @@ pub(crate) fn node_shapes() -> (NodeShape, NodeShape) {
     (cpu, gpu)
 }
 
+/// This format's entry in the registry (`crate::IMPORTERS`).
+pub const IMPORTER: crate::Importer = crate::Importer {
+    name: "philly",
+    source: "Microsoft Philly (Pollux extract)",
+    read,
+    node_shapes: node_shapes,
+};
+
 pub(crate) fn read(
     mut lines: Lines,
     opts: &ImportOptions,

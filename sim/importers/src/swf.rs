@@ -53,6 +53,15 @@ const COLS: &[&str] = &[
 
 const MB_PER_PROC_DEFAULT: u64 = 4096;
 
+/// This format's entry in the registry (`crate::IMPORTERS`).
+pub const IMPORTER: crate::Importer = crate::Importer {
+    name: "swf",
+    source: "Standard Workload Format, plain or gzip",
+    read,
+    // Without a node list, the PAI cluster's node shapes (`pai2020.rs`).
+    node_shapes: crate::pai2020::node_shapes,
+};
+
 pub(crate) fn read(
     mut lines: Lines,
     opts: &ImportOptions,

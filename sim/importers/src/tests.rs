@@ -21,18 +21,18 @@ fn scratch(name: &str) -> PathBuf {
 fn cases() -> Vec<(Format, PathBuf, Option<PathBuf>)> {
     vec![
         (
-            Format::Openb,
+            &openb::IMPORTER,
             fixture("openb_pods.csv"),
             Some(fixture("openb_nodes.csv")),
         ),
-        (Format::Dlrm2025, fixture("dlrm2025.csv"), None),
+        (&dlrm2025::IMPORTER, fixture("dlrm2025.csv"), None),
         (
-            Format::Pai2020,
+            &pai2020::IMPORTER,
             fixture("pai_task_table.csv"),
             Some(fixture("pai_machine_spec.csv")),
         ),
-        (Format::Philly, fixture("philly.csv"), None),
-        (Format::Swf, fixture("nasa-ipsc-202.swf.gz"), None),
+        (&philly::IMPORTER, fixture("philly.csv"), None),
+        (&swf::IMPORTER, fixture("nasa-ipsc-202.swf.gz"), None),
     ]
 }
 
@@ -43,14 +43,14 @@ fn run(format: Format, input: &Path, nodes: Option<PathBuf>, seed: u64) -> Impor
         seed,
         nodes,
     };
-    import(format, input, &opts).unwrap_or_else(|e| panic!("{}: {e}", format.as_str()))
+    import(format, input, &opts).unwrap_or_else(|e| panic!("{}: {e}", format.name))
 }
 
 #[test]
 fn every_fixture_imports_valid_sorted_jobs_that_fit_the_cluster() {
     for (format, input, nodes) in cases() {
         let out = run(format, &input, nodes, 1);
-        let name = format.as_str();
+        let name = format.name;
         assert!(out.jobs.len() >= 8, "{name}: {} jobs", out.jobs.len());
         assert_eq!(out.report.jobs, out.jobs.len() as u64);
         for (i, j) in out.jobs.iter().enumerate() {
@@ -75,7 +75,7 @@ fn import_write_read_gives_identical_jobs() {
             nodes,
         };
         let out = import(format, &input, &opts).unwrap();
-        let path = dir.join(format!("{}.jsonl", format.as_str()));
+        let path = dir.join(format!("{}.jsonl", format.name));
         write_trace(
             &path,
             &header(format, &input, &opts, &out.report),
@@ -83,7 +83,7 @@ fn import_write_read_gives_identical_jobs() {
         )
         .unwrap();
         let back = read_trace(&path).unwrap();
-        assert_eq!(back.jobs, out.jobs, "{}", format.as_str());
+        assert_eq!(back.jobs, out.jobs, "{}", format.name);
         assert_eq!(back.header.source["report"]["jobs"], out.jobs.len());
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -108,7 +108,7 @@ fn same_seed_same_jobs_other_seed_other_synthesis() {
 #[test]
 fn openb_maps_pods_phases_and_gpu_shares() {
     let out = run(
-        Format::Openb,
+        &openb::IMPORTER,
         &fixture("openb_pods.csv"),
         Some(fixture("openb_nodes.csv")),
         1,
@@ -143,7 +143,7 @@ fn openb_maps_pods_phases_and_gpu_shares() {
 
 #[test]
 fn dlrm2025_apps_become_jobs_with_peak_counts_and_scale_events() {
-    let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
+    let out = run(&dlrm2025::IMPORTER, &fixture("dlrm2025.csv"), None, 1);
     assert_eq!(out.report.rows_read, 247);
     assert_eq!(out.jobs.len(), 27, "one job per app");
     for j in &out.jobs {
@@ -170,7 +170,7 @@ fn dlrm2025_apps_become_jobs_with_peak_counts_and_scale_events() {
 
 #[test]
 fn dlrm2025_failure_rate_counts_isolated_replacements_per_instance_day() {
-    let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
+    let out = run(&dlrm2025::IMPORTER, &fixture("dlrm2025.csv"), None, 1);
     let d = &out.report.derived;
     // app_120 (8) and app_103 (1) are in the slice for their isolated replacements; a
     // deletion followed within 300 s by a creation of the same app and role, alone.
@@ -183,7 +183,7 @@ fn dlrm2025_failure_rate_counts_isolated_replacements_per_instance_day() {
 #[test]
 fn dlrm2025_steps_follow_the_recorded_counts() {
     use dlsim_model::scenario::TruthSettings;
-    let out = run(Format::Dlrm2025, &fixture("dlrm2025.csv"), None, 1);
+    let out = run(&dlrm2025::IMPORTER, &fixture("dlrm2025.csv"), None, 1);
     let truth = TruthSettings::default();
     let mut below_peak = 0;
     for j in &out.jobs {
@@ -214,7 +214,7 @@ fn dlrm2025_steps_follow_the_recorded_counts() {
 #[test]
 fn openb_without_times_arrives_at_zero_with_drawn_steps() {
     let out = run(
-        Format::Openb,
+        &openb::IMPORTER,
         &fixture("openb_multigpu50.csv"),
         Some(fixture("openb_nodes.csv")),
         1,
@@ -240,13 +240,13 @@ fn openb_without_times_arrives_at_zero_with_drawn_steps() {
 #[test]
 fn odd_rows_are_repaired_and_counted_or_stop_a_strict_import() {
     let cases = [
-        ("openb_cpu050.csv", Format::Openb, "memory_mib", 1),
-        ("openb_gpushare40.csv", Format::Openb, "memory_mib", 1),
-        ("openb_multigpu50.csv", Format::Openb, "memory_mib", 1),
-        ("nasa-ipsc-202.swf.gz", Format::Swf, "run_time", 2),
+        ("openb_cpu050.csv", &openb::IMPORTER, "memory_mib", 1),
+        ("openb_gpushare40.csv", &openb::IMPORTER, "memory_mib", 1),
+        ("openb_multigpu50.csv", &openb::IMPORTER, "memory_mib", 1),
+        ("nasa-ipsc-202.swf.gz", &swf::IMPORTER, "run_time", 2),
     ];
     for (name, format, field, repaired) in cases {
-        let nodes = (format == Format::Openb).then(|| fixture("openb_nodes.csv"));
+        let nodes = (format == &openb::IMPORTER).then(|| fixture("openb_nodes.csv"));
         let mut opts = ImportOptions {
             nodes,
             ..ImportOptions::default()
@@ -270,7 +270,7 @@ fn odd_rows_are_repaired_and_counted_or_stop_a_strict_import() {
     }
     // The openb pod without a memory request gets the memory model's need, marked.
     let out = run(
-        Format::Openb,
+        &openb::IMPORTER,
         &fixture("openb_cpu050.csv"),
         Some(fixture("openb_nodes.csv")),
         1,
@@ -287,7 +287,7 @@ fn odd_rows_are_repaired_and_counted_or_stop_a_strict_import() {
 #[test]
 fn pai2020_units_roles_and_status() {
     let out = run(
-        Format::Pai2020,
+        &pai2020::IMPORTER,
         &fixture("pai_task_table.csv"),
         Some(fixture("pai_machine_spec.csv")),
         1,
@@ -333,14 +333,14 @@ fn pai2020_units_roles_and_status() {
 
 #[test]
 fn philly_and_swf_keep_real_times() {
-    let p = run(Format::Philly, &fixture("philly.csv"), None, 1);
+    let p = run(&philly::IMPORTER, &fixture("philly.csv"), None, 1);
     assert_eq!(p.jobs.len(), 200);
     assert_eq!(p.jobs[0].submit_s, 0, "relative to the earliest timestamp");
     assert!(p
         .jobs
         .iter()
         .all(|j| j.user.starts_with("vc-") && j.ps == 0));
-    let s = run(Format::Swf, &fixture("nasa-ipsc-202.swf.gz"), None, 1);
+    let s = run(&swf::IMPORTER, &fixture("nasa-ipsc-202.swf.gz"), None, 1);
     assert_eq!(s.jobs.len(), 202);
     assert_eq!(s.nodes.len(), 1);
     assert_eq!(s.nodes[0].cores, 128.0, "MaxProcs header");
@@ -379,7 +379,7 @@ type BadCase = (
 fn malformed_rows_name_line_and_field_or_are_counted() {
     let cases: Vec<BadCase> = vec![
         (
-            Format::Openb,
+            &openb::IMPORTER,
             "openb_pods.csv",
             3,
             "openb-pod-x,abc,16384,1,1000,,LS,Running,0,10,0",
@@ -387,7 +387,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
             Some(fixture("openb_nodes.csv")),
         ),
         (
-            Format::Openb,
+            &openb::IMPORTER,
             "openb_pods.csv",
             4,
             "openb-pod-y,1000,1024,1,1000,,LS,Sleeping,0,10,0",
@@ -396,7 +396,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
         ),
         // 500 cores fit no node of the openb node list.
         (
-            Format::Openb,
+            &openb::IMPORTER,
             "openb_pods.csv",
             5,
             "openb-pod-z,500000,1024,0,0,,LS,Running,0,10,0",
@@ -404,7 +404,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
             Some(fixture("openb_nodes.csv")),
         ),
         (
-            Format::Dlrm2025,
+            &dlrm2025::IMPORTER,
             "dlrm2025.csv",
             6,
             "i,XN,app_1,8,8,1,1,25,25,40.0,40.0,1,1,2,,,",
@@ -412,7 +412,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
             None,
         ),
         (
-            Format::Pai2020,
+            &pai2020::IMPORTER,
             "pai_task_table.csv",
             2,
             "a1b2c3,worker,8,Terminated,1590000010.0,1590003590.0,600,lots,,",
@@ -420,7 +420,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
             None,
         ),
         (
-            Format::Philly,
+            &philly::IMPORTER,
             "philly.csv",
             7,
             "2017-10-09 07:01:55,66.0,1,66.0",
@@ -428,7 +428,7 @@ fn malformed_rows_name_line_and_field_or_are_counted() {
             None,
         ),
         (
-            Format::Philly,
+            &philly::IMPORTER,
             "philly.csv",
             8,
             "yesterday,66.0,1,66.0,11cb48",
@@ -488,7 +488,7 @@ fn swf_bad_row_in_gzip_names_its_line() {
     );
     gz.write_all(lines.join("\n").as_bytes()).unwrap();
     gz.finish().unwrap();
-    let err = import(Format::Swf, &path, &ImportOptions::default()).unwrap_err();
+    let err = import(&swf::IMPORTER, &path, &ImportOptions::default()).unwrap_err();
     assert_eq!(
         (err.line, err.field.as_deref()),
         (Some(first_job + 1), Some("row"))
@@ -498,11 +498,31 @@ fn swf_bad_row_in_gzip_names_its_line() {
 #[test]
 fn wrong_file_gives_a_header_error() {
     let err = import(
-        Format::Openb,
+        &openb::IMPORTER,
         &fixture("philly.csv"),
         &ImportOptions::default(),
     )
     .unwrap_err();
     assert_eq!(err.line, Some(1));
     assert!(err.message.contains("expected the header"), "{err}");
+}
+
+/// The registry is the one list of formats: names are unique, each names the module that
+/// documents its mapping (the trace header's `mapping`), and lookup by name finds it.
+#[test]
+fn the_registry_lists_each_format_once_with_its_mapping_module() {
+    let names = format_names();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    for f in IMPORTERS {
+        assert_eq!(format(f.name), Some(*f));
+        let module = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src")
+            .join(format!("{}.rs", f.name));
+        assert!(module.is_file(), "{} has no module {module:?}", f.name);
+        assert!(!f.source.is_empty());
+    }
+    assert_eq!(format("nope"), None);
 }

@@ -129,7 +129,7 @@ pub const IMPORTER: crate::Importer = crate::Importer {
     name: "dlrm2025",
     source: "Alibaba disaggregated DLRM trace (v2025)",
     read,
-    node_shapes: node_shapes,
+    node_shapes,
 };
 
 pub(crate) fn read(

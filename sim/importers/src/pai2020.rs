@@ -88,7 +88,7 @@ pub const IMPORTER: crate::Importer = crate::Importer {
     name: "pai2020",
     source: "Alibaba PAI 2020 task table",
     read,
-    node_shapes: node_shapes,
+    node_shapes,
 };
 
 pub(crate) fn read(

@@ -51,7 +51,7 @@ pub const IMPORTER: crate::Importer = crate::Importer {
     name: "philly",
     source: "Microsoft Philly (Pollux extract)",
     read,
-    node_shapes: node_shapes,
+    node_shapes,
 };
 
 pub(crate) fn read(

@@ -245,7 +245,7 @@ fn stragglers_are_the_pods_on_slow_nodes() {
         for &p in j.pods().iter().chain(j.retired_pods()) {
             let pod = &w.pods[p];
             if let Some(n) = pod.node {
-                let slow = pod.cpu_factor < 1.0;
+                let slow = pod.truth_cpu_factor() < 1.0;
                 // Every pod that ever ran on a node agrees on the node's speed.
                 assert_eq!(*by_node.entry(n).or_insert(slow), slow, "node {n}");
             }

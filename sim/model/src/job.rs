@@ -41,6 +41,8 @@ pub enum PodState {
     Finished,
 }
 
+/// A pod of a job. What the cluster API shows of it (role, slot, request, state, node) is
+/// public; what only the truth knows (its CPU cut, parameter share, rates) is the world's.
 #[derive(Clone, Debug)]
 pub struct Pod {
     pub job: usize,
@@ -53,29 +55,35 @@ pub struct Pod {
     pub state: PodState,
     pub node: Option<usize>,
     /// Fraction of the requested CPU the pod actually gets (< 1 for a straggler).
-    pub cpu_factor: f64,
+    pub(crate) cpu_factor: f64,
     /// For a PS: its share of the parameters and lookups (the job's shares sum to 1).
-    pub share: f64,
+    pub(crate) share: f64,
     /// Fraction of its CPU left by co-located services on its node (1 = no contention).
-    pub throttle: f64,
+    pub(crate) throttle: f64,
     /// Truth at the current rate, for the profiler: CPU cores in use, and samples/s for a
     /// worker (both 0 unless the job trains).
-    pub cpu_used: f64,
-    pub rate: f64,
+    pub(crate) cpu_used: f64,
+    pub(crate) rate: f64,
     /// A new pod of a migration: it holds resources but trains only after the switch.
-    pub standby: bool,
+    pub(crate) standby: bool,
     /// The running pod this one replaces once it is up (`ReplacePod` on a worker).
-    pub replaces: Option<usize>,
-    pub created: SimTime,
-    pub running_since: Option<SimTime>,
+    pub(crate) replaces: Option<usize>,
+    pub(crate) created: SimTime,
+    pub(crate) running_since: Option<SimTime>,
     /// Observations of this pod: the latest sample and a worker's samples/s EWMA.
-    pub last_sample: Option<PodSample>,
-    pub ewma_rate: f64,
+    pub(crate) last_sample: Option<PodSample>,
+    pub(crate) ewma_rate: f64,
     /// Samples this worker trained (truth; the profiler reports it with noise).
-    pub samples_trained: f64,
+    pub(crate) samples_trained: f64,
 }
 
 impl Pod {
+    /// For tests and inspection only (policies never see a `Pod`): the hidden fraction of
+    /// its requested CPU the pod gets, below 1 on a slow node.
+    pub fn truth_cpu_factor(&self) -> f64 {
+        self.cpu_factor
+    }
+
     /// Running and part of the job's training (not a migration standby).
     pub fn active(&self) -> bool {
         self.state == PodState::Running && !self.standby
@@ -234,13 +242,13 @@ pub struct Job {
 
 /// The constants the world needs to evaluate a job's truth.
 #[derive(Clone, Copy, Debug)]
-pub struct TruthEnv {
-    pub bandwidth_mb_s: f64,
-    pub gpu_core_equiv: f64,
+pub(crate) struct TruthEnv {
+    pub(crate) bandwidth_mb_s: f64,
+    pub(crate) gpu_core_equiv: f64,
 }
 
 impl Job {
-    pub fn new(spec: JobSpec, truth: ThroughputParams) -> Self {
+    pub(crate) fn new(spec: JobSpec, truth: ThroughputParams) -> Self {
         let request = JobRequest::from_spec(&spec);
         Job {
             config: request.requested,
@@ -372,16 +380,16 @@ impl Job {
         &self.retired
     }
 
-    pub fn total_samples(&self) -> f64 {
+    pub(crate) fn total_samples(&self) -> f64 {
         self.spec.total_samples()
     }
 
     /// Embedding memory, summed over PS, after the samples seen so far.
-    pub fn emb_mb(&self, samples: f64) -> f64 {
+    pub(crate) fn emb_mb(&self, samples: f64) -> f64 {
         self.spec.emb_mb_initial + self.spec.emb_mb_per_msample * samples / 1e6
     }
 
-    pub fn worker_mem_used_mb(&self) -> f64 {
+    pub(crate) fn worker_mem_used_mb(&self) -> f64 {
         perf::worker_mem_mb(
             self.spec.dense_mb,
             f64::from(self.spec.batch_size),
@@ -390,12 +398,12 @@ impl Job {
     }
 
     /// Memory used by a PS holding `share` of the parameters after `samples`.
-    pub fn ps_mem_used_mb(&self, samples: f64, share: f64) -> f64 {
+    pub(crate) fn ps_mem_used_mb(&self, samples: f64, share: f64) -> f64 {
         perf::ps_mem_mb(self.spec.dense_mb, self.emb_mb(samples), share)
     }
 
     /// The largest share held by a running PS (0 when none runs).
-    pub fn max_running_share(&self, pods: &Slots<Pod>) -> f64 {
+    pub(crate) fn max_running_share(&self, pods: &Slots<Pod>) -> f64 {
         self.pods
             .iter()
             .map(|&p| &pods[p])
@@ -406,7 +414,7 @@ impl Job {
 
     /// The first running PS to reach its memory limit, and at how many samples (memory is
     /// linear in samples). `Some((0.0, p))` if one is already over.
-    pub fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {
+    pub(crate) fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {
         let slope_per_share = self.spec.emb_mb_per_msample / 1e6;
         let mut first: Option<(f64, usize)> = None;
         for &p in &self.pods {
@@ -431,7 +439,7 @@ impl Job {
     }
 
     /// The truth's inputs for the current running configuration.
-    pub fn perf_inputs(&self, env: &TruthEnv) -> PerfInputs {
+    pub(crate) fn perf_inputs(&self, env: &TruthEnv) -> PerfInputs {
         let gpu_cores = f64::from(self.config.worker_gpu) * env.gpu_core_equiv;
         PerfInputs {
             workers: f64::from(self.running.workers),
@@ -447,7 +455,7 @@ impl Job {
 
     /// Allocated resources of the pods that hold a node (starting or running), by role:
     /// `[worker, ps]`. Integer resources, so their sum is the job's total exactly.
-    pub fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
+    pub(crate) fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
         let mut by_role = [Resources::ZERO; 2];
         for p in self.pods.iter().map(|&p| &pods[p]).filter(|p| p.placed()) {
             by_role[usize::from(p.role == Role::Ps)] += p.request;
@@ -456,7 +464,7 @@ impl Job {
     }
 
     /// Resources in use right now at `samples` progress: (cpu cores, mem MB, gpus).
-    pub fn used(&self, samples: f64) -> (f64, f64, f64) {
+    pub(crate) fn used(&self, samples: f64) -> (f64, f64, f64) {
         let w = f64::from(self.running.workers);
         let p = f64::from(self.running.ps);
         let (cpu, gpu) = self.running.perf.map_or((0.0, 0.0), |x| {
@@ -470,7 +478,7 @@ impl Job {
 
     /// [`Job::used`]'s CPU cores and memory MB split by role, `[worker, ps]` (summed
     /// separately, so [`Job::used`] keeps its own order of additions).
-    pub fn used_by_role(&self, samples: f64) -> ([f64; 2], [f64; 2]) {
+    pub(crate) fn used_by_role(&self, samples: f64) -> ([f64; 2], [f64; 2]) {
         let w = f64::from(self.running.workers);
         let p = f64::from(self.running.ps);
         let cpu = self
@@ -486,7 +494,7 @@ impl Job {
     }
 
     /// Moves progress and usage integrals forward to `now` at the current rate.
-    pub fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
+    pub(crate) fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
         let dt = (now - self.last_update).as_secs_f64();
         self.last_update = now;
         if dt <= 0.0 {

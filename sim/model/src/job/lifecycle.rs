@@ -29,9 +29,10 @@
 //! `Training` and in a migration before its switch pause; every other launched phase
 //! reads as `Starting`.
 //!
-//! The epoch counts restarts. Events that a restart makes stale (`Resume`, `StopSaved`,
-//! `SwitchDone`) carry the epoch they were queued in, and the world drops them when it
-//! has moved on.
+//! The epoch counts restarts and aborted migrations. Events that these make stale
+//! (`Resume`, `StopSaved`, `SwitchDone`) carry the epoch they were queued in, and the
+//! world drops them when it has moved on: a `SwitchDone` queued for an aborted pause
+//! never ends a later migration.
 
 use super::{FailReason, Job, RunState};
 use crate::policy::{JobConfig, JobPhase};
@@ -98,7 +99,7 @@ impl Outcome {
     }
 }
 
-/// A job's phase, when it first trained, and its restart epoch: only this module changes
+/// A job's phase, when it first trained, and its epoch: only this module changes
 /// them.
 #[derive(Clone, Debug)]
 pub struct Lifecycle {
@@ -128,7 +129,7 @@ impl Lifecycle {
         &self.phase
     }
 
-    /// Bumped by every restart: events queued before it are stale.
+    /// Bumped by every restart and aborted migration: events queued before are stale.
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
@@ -327,15 +328,19 @@ impl Lifecycle {
     /// The switch pause is over (`SwitchDone`): the new pods take over; returns the
     /// migration for the world to retire the old pods and run the new configuration.
     pub fn finish_switch(&mut self) -> Migration {
+        if !matches!(&self.phase, Phase::Migrating(m) if m.switch_until.is_some()) {
+            illegal("finish_switch", &self.phase);
+        }
         match std::mem::replace(&mut self.phase, Phase::Starting { reload: false }) {
             Phase::Migrating(m) => m,
-            other => illegal("finish_switch", &other),
+            _ => unreachable!("checked above"),
         }
     }
 
     /// A pod loss aborts the migration: the job goes on with its old pods (training again
-    /// if it was pausing for the switch, once its pods allow). Returns the migration for
-    /// the world to give its new pods back.
+    /// if it was pausing for the switch, once its pods allow). The epoch moves on, so the
+    /// pause's `SwitchDone`, if queued, goes stale. Returns the migration for the world to
+    /// give its new pods back.
     pub fn abort_migration(&mut self) -> Migration {
         let Phase::Migrating(m) = &self.phase else {
             illegal("abort_migration", &self.phase)
@@ -345,6 +350,7 @@ impl Lifecycle {
         } else {
             Phase::Training
         };
+        self.epoch += 1;
         match std::mem::replace(&mut self.phase, back) {
             Phase::Migrating(m) => m,
             _ => unreachable!("checked above"),
@@ -468,6 +474,7 @@ mod tests {
         assert!(l.is_rescaling());
         l.begin_switch(t(50));
         assert_eq!(l.observed(), JobPhase::Starting, "no training in the pause");
+        let epoch = l.epoch();
         assert_eq!(
             l.abort_migration(),
             Migration {
@@ -476,15 +483,29 @@ mod tests {
             }
         );
         assert_eq!(*l.phase(), Phase::Starting { reload: false });
+        assert_eq!(
+            l.epoch(),
+            epoch + 1,
+            "the aborted pause's SwitchDone is stale"
+        );
         l.pods_changed(t(51), true, t(30));
         l.begin_migration(migration());
         assert_eq!(l.abort_migration(), migration());
         assert_eq!(*l.phase(), Phase::Training, "an unswitched abort trains on");
         l.begin_migration(migration());
         l.begin_switch(t(60));
+        let epoch = l.epoch();
         assert_eq!(l.finish_switch().new_pods, [7]);
         assert_eq!(*l.phase(), Phase::Starting { reload: false });
-        assert_eq!(l.epoch(), 0, "a migration is no restart");
+        assert_eq!(l.epoch(), epoch, "a completed migration stales nothing");
+    }
+
+    #[test]
+    #[should_panic(expected = "illegal job transition `finish_switch` from Migrating")]
+    fn a_switch_finishes_only_after_its_pause_began() {
+        let mut l = training();
+        l.begin_migration(migration());
+        l.finish_switch();
     }
 
     #[test]

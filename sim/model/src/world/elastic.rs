@@ -295,9 +295,6 @@ impl World {
 
     /// The migration's pause is over: old pods go, the new ones train.
     pub(super) fn switch_done(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        if self.jobs[j].life.migration().is_none() {
-            return; // The migration was aborted (a pod was lost) since the pause began.
-        }
         let m = self.jobs[j].life.finish_switch();
         self.jobs[j].advance(now, &mut self.pods);
         for &p in &m.old_pods {
@@ -337,9 +334,10 @@ impl World {
     /// The checkpoint of a stop-and-restart is saved: every pod stops and the new
     /// configuration's pods are requested; the job reloads once they are up.
     pub(super) fn stop_saved(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        let Some(config) = self.jobs[j].life.saving() else {
-            return;
-        };
+        let config = self.jobs[j]
+            .life
+            .saving()
+            .expect("a StopSaved of the current epoch finds the job saving");
         self.jobs[j].advance(now, &mut self.pods);
         {
             let job = &mut self.jobs[j];

@@ -3,7 +3,7 @@
 //! Progress is integrated piecewise: between two events that touch a job, its throughput
 //! is constant, so `samples += rate * dt` is exact. Throughput changes only when the
 //! allocation or conditions change (a pod starts or dies), which is when the world calls
-//! [`Job::advance`] and recomputes the rate. This keeps the event count proportional to
+//! `Job::advance` and recomputes the rate. This keeps the event count proportional to
 //! changes, not to training steps, at the cost of ignoring step-level jitter.
 
 use crate::perf::{self, JobPerf, PerfInputs, ThroughputParams};

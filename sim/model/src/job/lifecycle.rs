@@ -4,26 +4,11 @@
 //! world calls these methods as its events arrive, and an illegal transition (a world bug,
 //! never an input error) panics with the phase it met.
 //!
-//! Transitions (the world's event or action that triggers each in brackets):
-//!
-//! | from | transition | to |
-//! |---|---|---|
-//! | `Submitted` | [`launch`](Lifecycle::launch) (policy's `Launch`) | `Starting { reload: false }` |
-//! | `Starting { reload: false }` | [`pods_changed`](Lifecycle::pods_changed), every PS and a worker up | `Training` |
-//! | `Starting { reload: true }` | [`pods_changed`](Lifecycle::pods_changed), every PS and a worker up | `Reloading { until }` |
-//! | `Training` | [`pods_changed`](Lifecycle::pods_changed), a PS or the last worker gone | `Starting { reload: false }` |
-//! | `Reloading` | [`reload_done`](Lifecycle::reload_done) (`Resume`) | `Starting { reload: false }` |
-//! | `Starting`, `Reloading`, `Training` | [`begin_save`](Lifecycle::begin_save) (stop-and-restart) | `Saving { until, then }` |
-//! | `Starting`, `Reloading`, `Training`, `Saving` | [`restart`](Lifecycle::restart) (pod lost; `StopSaved`) | `Starting { reload }` |
-//! | `Training` | [`begin_migration`](Lifecycle::begin_migration) (seamless migration, PS replacement) | `Migrating` |
-//! | `Migrating`, new pods starting | [`begin_switch`](Lifecycle::begin_switch) (every new pod up) | `Migrating`, switching until a time |
-//! | `Migrating` | [`finish_switch`](Lifecycle::finish_switch) (`SwitchDone`) | `Starting { reload: false }` |
-//! | `Migrating` | [`abort_migration`](Lifecycle::abort_migration) (a pod lost) | `Training`, or `Starting` if switching |
-//! | any but `Ended` | [`Job::end`] (completion, failure, horizon) | `Ended` |
-//!
-//! A transition to `Starting` is followed by [`pods_changed`](Lifecycle::pods_changed) in
-//! the same event, which moves the job on to `Training` (or `Reloading`) when its pods
-//! allow: one rule decides when a job trains.
+//! The transition table (from, event, to) is in ARCHITECTURE.md, "The job lifecycle";
+//! each method below says which phases it starts from. A transition to `Starting` is
+//! followed by `pods_changed` in the same event, which moves
+//! the job on to `Training` (or `Reloading`) when its pods allow: one rule decides when a
+//! job trains.
 //!
 //! Policies see the coarser [`JobPhase`] ([`Lifecycle::observed`]): a job trains in
 //! `Training` and in a migration before its switch pause; every other launched phase
@@ -222,7 +207,7 @@ impl Lifecycle {
     }
 
     /// The policy launched the job.
-    pub fn launch(&mut self) {
+    pub(crate) fn launch(&mut self) {
         match self.phase {
             Phase::Submitted => self.phase = Phase::Starting { reload: false },
             ref other => illegal("launch", other),
@@ -234,7 +219,7 @@ impl Lifecycle {
     /// `reload` (then returns when the reload is done: the world queues `Resume`); a
     /// training job that lost a PS or its last worker waits for them again. Phases that
     /// do not train on their pods (reloading, saving, switching) stay as they are.
-    pub fn pods_changed(
+    pub(crate) fn pods_changed(
         &mut self,
         now: SimTime,
         pods_up: bool,
@@ -266,7 +251,7 @@ impl Lifecycle {
 
     /// The checkpoint reload finished (`Resume`): the job trains once its pods allow. A
     /// reload that a stop-and-restart overtook only ends.
-    pub fn reload_done(&mut self) {
+    pub(crate) fn reload_done(&mut self) {
         match &mut self.phase {
             Phase::Reloading { .. } => self.phase = Phase::Starting { reload: false },
             Phase::Saving { reload_until, .. } if reload_until.is_some() => *reload_until = None,
@@ -276,7 +261,7 @@ impl Lifecycle {
 
     /// A stop-and-restart begins: training stops while the checkpoint is saved until
     /// `until`, then the job restarts in `then`.
-    pub fn begin_save(&mut self, until: SimTime, then: JobConfig) {
+    pub(crate) fn begin_save(&mut self, until: SimTime, then: JobConfig) {
         let reload_until = match self.phase {
             Phase::Starting { .. } | Phase::Training => None,
             Phase::Reloading { until } => Some(until),
@@ -293,7 +278,7 @@ impl Lifecycle {
     /// saved its checkpoint): it waits for its pods again and, if the checkpoint holds
     /// any progress (`reload`), reloads it before training. A save in progress is
     /// superseded, and every event queued before now goes stale (the epoch moves on).
-    pub fn restart(&mut self, reload: bool) {
+    pub(crate) fn restart(&mut self, reload: bool) {
         match self.phase {
             Phase::Starting { .. }
             | Phase::Reloading { .. }
@@ -305,7 +290,7 @@ impl Lifecycle {
     }
 
     /// A migration begins: its new pods start while the job trains on the old ones.
-    pub fn begin_migration(&mut self, migration: Migration) {
+    pub(crate) fn begin_migration(&mut self, migration: Migration) {
         debug_assert!(
             migration.switch_until.is_none(),
             "a migration starts unswitched"
@@ -318,7 +303,7 @@ impl Lifecycle {
 
     /// Every new pod of the migration is up: training pauses until `until` while the
     /// state moves.
-    pub fn begin_switch(&mut self, until: SimTime) {
+    pub(crate) fn begin_switch(&mut self, until: SimTime) {
         match &mut self.phase {
             Phase::Migrating(m) if m.switch_until.is_none() => m.switch_until = Some(until),
             other => illegal("begin_switch", other),
@@ -327,7 +312,7 @@ impl Lifecycle {
 
     /// The switch pause is over (`SwitchDone`): the new pods take over; returns the
     /// migration for the world to retire the old pods and run the new configuration.
-    pub fn finish_switch(&mut self) -> Migration {
+    pub(crate) fn finish_switch(&mut self) -> Migration {
         if !matches!(&self.phase, Phase::Migrating(m) if m.switch_until.is_some()) {
             illegal("finish_switch", &self.phase);
         }
@@ -341,7 +326,7 @@ impl Lifecycle {
     /// if it was pausing for the switch, once its pods allow). The epoch moves on, so the
     /// pause's `SwitchDone`, if queued, goes stale. Returns the migration for the world to
     /// give its new pods back.
-    pub fn abort_migration(&mut self) -> Migration {
+    pub(crate) fn abort_migration(&mut self) -> Migration {
         let Phase::Migrating(m) = &self.phase else {
             illegal("abort_migration", &self.phase)
         };

@@ -255,7 +255,7 @@ impl Job {
             request,
             spec,
             truth,
-            life: Lifecycle::default(),
+            life: Lifecycle::new(),
             pods: Vec::new(),
             retired: Vec::new(),
             running: RunState::default(),

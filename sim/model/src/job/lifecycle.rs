@@ -93,16 +93,6 @@ pub struct Lifecycle {
     start: Option<SimTime>,
 }
 
-impl Default for Lifecycle {
-    fn default() -> Self {
-        Lifecycle {
-            phase: Phase::Submitted,
-            epoch: 0,
-            start: None,
-        }
-    }
-}
-
 /// Panics on a transition the world must never ask for.
 #[track_caller]
 fn illegal(transition: &str, from: &Phase) -> ! {
@@ -110,6 +100,16 @@ fn illegal(transition: &str, from: &Phase) -> ! {
 }
 
 impl Lifecycle {
+    /// A submitted job's. Only a new job gets one (no default, so the world cannot reset
+    /// a phase by building another).
+    pub(super) fn new() -> Self {
+        Lifecycle {
+            phase: Phase::Submitted,
+            epoch: 0,
+            start: None,
+        }
+    }
+
     pub fn phase(&self) -> &Phase {
         &self.phase
     }
@@ -382,7 +382,7 @@ mod tests {
     }
 
     fn training() -> Lifecycle {
-        let mut l = Lifecycle::default();
+        let mut l = Lifecycle::new();
         l.launch();
         assert_eq!(l.pods_changed(t(5), true, t(30)), None);
         l
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_launched_job_trains_once_its_pods_are_up() {
-        let mut l = Lifecycle::default();
+        let mut l = Lifecycle::new();
         assert_eq!(l.observed(), JobPhase::Submitted);
         l.launch();
         assert_eq!(l.pods_changed(t(1), false, t(30)), None);
@@ -524,7 +524,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "illegal job transition `end` from Ended")]
     fn a_job_ends_once() {
-        let mut l = Lifecycle::default();
+        let mut l = Lifecycle::new();
         l.end(Outcome::Failed(FailReason::Unfinished), None);
         l.end(Outcome::Completed, Some(t(1)));
     }
@@ -532,7 +532,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "illegal job transition `begin_migration` from Starting")]
     fn only_a_training_job_migrates() {
-        let mut l = Lifecycle::default();
+        let mut l = Lifecycle::new();
         l.launch();
         l.begin_migration(migration());
     }

@@ -84,9 +84,9 @@ impl Outcome {
     }
 }
 
-/// A job's phase, when it first trained, and its epoch: only this module changes
-/// them.
-#[derive(Clone, Debug)]
+/// A job's phase, when it first trained, and its epoch: only this module changes them
+/// (no `Default` or `Clone`, so the world cannot overwrite one with another).
+#[derive(Debug)]
 pub struct Lifecycle {
     phase: Phase,
     epoch: u64,
@@ -100,8 +100,7 @@ fn illegal(transition: &str, from: &Phase) -> ! {
 }
 
 impl Lifecycle {
-    /// A submitted job's. Only a new job gets one (no default, so the world cannot reset
-    /// a phase by building another).
+    /// A submitted job's: only a new job gets one.
     pub(super) fn new() -> Self {
         Lifecycle {
             phase: Phase::Submitted,

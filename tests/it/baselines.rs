@@ -37,15 +37,15 @@ fn run(spec: JobSpec, policy: &str) -> (Outcome, u64) {
     let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());
     let j = &out.world.jobs[0];
     assert_eq!(
-        j.phase,
+        j.phase(),
         JobPhase::Completed,
         "{policy}: {:?}",
-        j.fail_reason
+        j.fail_reason()
     );
     let outcome = Outcome {
-        config: j.config,
-        rescales: j.rescales,
-        jct_s: (j.end.unwrap() - j.request.submit).as_secs_f64(),
+        config: j.config(),
+        rescales: j.rescales(),
+        jct_s: (j.ended_at().unwrap() - j.request().submit).as_secs_f64(),
     };
     (outcome, out.summary.rejected_actions)
 }

@@ -59,10 +59,10 @@ fn run_scripted(s: &Scenario, action: Action, sharding: Sharding) -> (f64, u64) 
     };
     let out = dlsim_model::run(s, Box::new(policy));
     let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
-    assert_eq!(j.rescales, 1, "the action was applied");
+    assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+    assert_eq!(j.rescales(), 1, "the action was applied");
     (
-        (j.end.unwrap() - j.request.submit).as_secs_f64(),
+        (j.ended_at().unwrap() - j.request().submit).as_secs_f64(),
         out.summary.rejected_actions,
     )
 }
@@ -214,24 +214,24 @@ fn node_failure_restarts_the_job_after_repair() {
         s.file.seed = seed;
         let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
         let j = &out.world.jobs[0];
-        if j.phase != JobPhase::Completed {
-            assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("node_failures"));
+        if j.phase() != JobPhase::Completed {
+            assert_eq!(j.fail_reason().map(|r| r.as_str()), Some("node_failures"));
             continue;
         }
         let last_fail = j
-            .events
+            .pod_events()
             .iter()
             .filter(|e| e.kind == PodEventKind::NodeFailure)
             .map(|e| e.time.as_secs_f64())
             .fold(0.0, f64::max);
         let full = spec.total_samples() / rate(&spec, 2, 0);
-        let expect = if j.node_failures == 0 {
+        let expect = if j.node_failures() == 0 {
             20.0 + full
         } else {
             seen_failure = true;
             last_fail + 1_800.0 + 20.0 + full
         };
-        let got = (j.end.unwrap() - j.request.submit).as_secs_f64();
+        let got = (j.ended_at().unwrap() - j.request().submit).as_secs_f64();
         assert!(
             (got - expect).abs() < 0.01,
             "seed {seed}: JCT {got} vs {expect}"
@@ -294,9 +294,9 @@ fn a_job_whose_pods_wait_past_the_pending_timeout_fails_with_a_scheduling_failur
     s.file.recovery.pending_timeout_s = 1_800.0;
     let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
     let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Failed);
-    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("scheduling"));
-    assert_eq!(j.end.unwrap().as_secs_f64(), 1_800.0);
+    assert_eq!(j.phase(), JobPhase::Failed);
+    assert_eq!(j.fail_reason().map(|r| r.as_str()), Some("scheduling"));
+    assert_eq!(j.ended_at().unwrap().as_secs_f64(), 1_800.0);
     assert_eq!(out.summary.failures_by_reason["scheduling"], 1);
 }
 
@@ -309,9 +309,9 @@ fn colocated_services_evict_training_pods_when_demand_rises() {
     let colocation = &s.file.faults.colocation;
     let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
     let j = &out.world.jobs[0];
-    assert!(j.evictions >= 1);
+    assert!(j.evictions() >= 1);
     let first_evict = j
-        .events
+        .pod_events()
         .iter()
         .find(|e| e.kind == PodEventKind::Evicted)
         .unwrap()
@@ -325,9 +325,9 @@ fn colocated_services_evict_training_pods_when_demand_rises() {
         first_evict, expect,
         "evicted at the first update over capacity"
     );
-    assert_eq!(out.summary.evictions, u64::from(j.evictions));
+    assert_eq!(out.summary.evictions, u64::from(j.evictions()));
     assert_eq!(
-        j.restarts,
+        j.restarts(),
         [0, 0],
         "evictions do not spend the restart budget"
     );
@@ -396,10 +396,10 @@ fn dynamic_sharding_trains_every_shard_exactly_once_under_random_failures() {
             dlsim_policies::build("static[sharding=dynamic]").unwrap(),
         );
         let j = &out.world.jobs[0];
-        failures += j.pod_failures;
-        assert!(j.ledger.is_some(), "dynamic sharding keeps a ledger");
+        failures += j.pod_failures();
+        assert!(j.ledger().is_some(), "dynamic sharding keeps a ledger");
         crate::support::check_ledger(j, &format!("seed {seed}"));
-        if j.phase == JobPhase::Completed {
+        if j.phase() == JobPhase::Completed {
             assert_eq!(j.steps_done(), spec.steps, "seed {seed}");
         }
     }
@@ -420,7 +420,7 @@ fn a_worker_failure_with_dynamic_sharding_does_not_restart_the_job() {
                 let mut s = scenario(spec.clone(), faults.clone(), RecoveryConfig::default());
                 s.file.seed = seed;
                 let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());
-                out.world.jobs[0].end.unwrap().as_secs_f64()
+                out.world.jobs[0].ended_at().unwrap().as_secs_f64()
             })
             .sum()
     };

@@ -110,8 +110,8 @@ pub(crate) fn assert_jct(got: f64, expect: f64, what: &str) {
 pub(crate) fn jct_s(s: &Scenario) -> f64 {
     let out = dlsim_model::run(s, dlsim_policies::build("static").unwrap());
     let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
-    (j.end.unwrap() - j.request.submit).as_secs_f64()
+    assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+    (j.ended_at().unwrap() - j.request().submit).as_secs_f64()
 }
 
 pub(crate) fn inputs(spec: &JobSpec) -> PerfInputs {
@@ -185,7 +185,7 @@ fn a_slow_pod_of_an_experiment_is_created_with_its_cut_cpu() {
     let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
     let w = &out.world;
     let cores: Vec<(bool, f64)> = w.jobs[0]
-        .pods
+        .pods()
         .iter()
         .map(|&p| (w.pods[p].role == Role::Ps, w.pods[p].request.cpu_cores()))
         .collect();
@@ -242,10 +242,10 @@ fn stragglers_are_the_pods_on_slow_nodes() {
         let w = &out.world;
         let j = &w.jobs[0];
         let mut by_node = std::collections::BTreeMap::new();
-        for &p in j.pods.iter().chain(&j.retired) {
+        for &p in j.pods().iter().chain(j.retired_pods()) {
             let pod = &w.pods[p];
             if let Some(n) = pod.node {
-                let slow = pod.cpu_factor < 1.0;
+                let slow = pod.truth_cpu_factor() < 1.0;
                 // Every pod that ever ran on a node agrees on the node's speed.
                 assert_eq!(*by_node.entry(n).or_insert(slow), slow, "node {n}");
             }
@@ -344,10 +344,11 @@ fn oom_relaunch_with_more_memory_recovers_and_without_fails_after_the_budget() {
         dlsim_policies::build("static").unwrap(),
     );
     let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Failed);
-    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("oom"));
+    assert_eq!(j.phase(), JobPhase::Failed);
+    assert_eq!(j.fail_reason().map(|r| r.as_str()), Some("oom"));
     assert_eq!(
-        j.oom_kills, 3,
+        j.oom_kills(),
+        3,
         "budget 2 = two relaunches, then the third OOM fails the job"
     );
     let doubled = RecoveryConfig {
@@ -360,9 +361,9 @@ fn oom_relaunch_with_more_memory_recovers_and_without_fails_after_the_budget() {
         dlsim_policies::build("static").unwrap(),
     );
     let j = &out.world.jobs[0];
-    assert_eq!(j.phase, JobPhase::Completed, "{:?}", j.fail_reason);
-    assert_eq!(j.oom_kills, 1);
-    assert_eq!(j.steps_done(), j.spec.steps);
+    assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+    assert_eq!(j.oom_kills(), 1);
+    assert_eq!(j.steps_done(), j.spec().steps);
 }
 
 #[test]
@@ -385,8 +386,8 @@ fn pod_failures_restart_from_checkpoints_and_exhaust_the_budget() {
         dlsim_policies::build("static").unwrap(),
     );
     let j = &out.world.jobs[0];
-    assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("pod_failures"));
-    assert_eq!(j.pod_failures, 1);
+    assert_eq!(j.fail_reason().map(|r| r.as_str()), Some("pod_failures"));
+    assert_eq!(j.pod_failures(), 1);
     // Rare failures with a generous budget: the job completes, later than a healthy one,
     // because each restart loses the progress since the last checkpoint and reloads.
     let rare = FaultConfig {
@@ -404,15 +405,15 @@ fn pod_failures_restart_from_checkpoints_and_exhaust_the_budget() {
         dlsim_policies::build("static").unwrap(),
     );
     let j = &out.world.jobs[0];
-    if j.phase == JobPhase::Completed {
-        let jct = (j.end.unwrap() - j.request.submit).as_secs_f64();
+    if j.phase() == JobPhase::Completed {
+        let jct = (j.ended_at().unwrap() - j.request().submit).as_secs_f64();
         assert!(
-            j.pod_failures == 0 || jct > healthy,
+            j.pod_failures() == 0 || jct > healthy,
             "failures cost time: {jct} vs {healthy}"
         );
-        assert_eq!(j.steps_done(), j.spec.steps);
+        assert_eq!(j.steps_done(), j.spec().steps);
     } else {
-        assert_eq!(j.fail_reason.map(|r| r.as_str()), Some("pod_failures"));
+        assert_eq!(j.fail_reason().map(|r| r.as_str()), Some("pod_failures"));
     }
 }
 

@@ -206,16 +206,16 @@ fn replays_under_every_batch_policy(name: &str) {
             "{ctx}"
         );
         for job in w.jobs.iter() {
-            match job.phase {
-                JobPhase::Completed => assert_eq!(job.steps_done(), job.spec.steps, "{ctx}"),
+            match job.phase() {
+                JobPhase::Completed => assert_eq!(job.steps_done(), job.spec().steps, "{ctx}"),
                 JobPhase::Failed => {
-                    let why = job.fail_reason.expect("a failed job has a reason");
+                    let why = job.fail_reason().expect("a failed job has a reason");
                     assert_ne!(why, FailReason::Unfinished, "every job ends; {ctx}");
                 }
-                other => panic!("job {} left {other:?}; {ctx}", job.spec.id),
+                other => panic!("job {} left {other:?}; {ctx}", job.spec().id),
             }
             crate::support::check_ledger(job, &ctx);
-            let u = &job.usage;
+            let u = job.usage();
             assert!(
                 u.cpu_used_core_s <= u.cpu_alloc_core_s * (1.0 + 1e-9),
                 "{ctx}"
@@ -239,24 +239,24 @@ fn replays_under_every_batch_policy(name: &str) {
 /// Under `dlrover-oss`, as the open-source master does: a PS-less (allreduce) job runs as
 /// its user asked and is never changed; a PS job keeps the worker and PS counts its user set.
 fn check_keeps_what_the_user_set(job: &dlsim_model::job::Job, ctx: &str) {
-    let asked = job.request.requested;
-    let id = job.spec.id;
+    let asked = job.request().requested;
+    let id = job.spec().id;
     if asked.ps == 0 {
         assert_eq!(
-            job.launched,
+            job.launched(),
             Some(asked),
             "job {id} launched as asked; {ctx}"
         );
-        assert_eq!(job.config, asked, "job {id} unchanged; {ctx}");
-        assert_eq!(job.rescales, 0, "job {id} never rescaled; {ctx}");
+        assert_eq!(job.config(), asked, "job {id} unchanged; {ctx}");
+        assert_eq!(job.rescales(), 0, "job {id} never rescaled; {ctx}");
     } else {
-        let launched = job.launched.expect("an ended job was launched");
+        let launched = job.launched().expect("an ended job was launched");
         assert_eq!(
             (
                 launched.workers,
                 launched.ps,
-                job.config.workers,
-                job.config.ps
+                job.config().workers,
+                job.config().ps
             ),
             (asked.workers, asked.ps, asked.workers, asked.ps),
             "job {id} keeps its counts; {ctx}"
@@ -267,18 +267,22 @@ fn check_keeps_what_the_user_set(job: &dlsim_model::job::Job, ctx: &str) {
 /// Under `static`, a job with recorded scale events ends with the counts recorded last
 /// before its end (clamped as the world clamps them); a job without keeps its request.
 fn check_follows_recorded_scale(job: &dlsim_model::job::Job, ctx: &str) {
-    let scale = job.spec.observed.as_ref().map_or(&[][..], |o| &o.scale[..]);
-    let end = job.end.expect("an ended job has an end");
+    let scale = job
+        .spec()
+        .observed
+        .as_ref()
+        .map_or(&[][..], |o| &o.scale[..]);
+    let end = job.ended_at().expect("an ended job has an end");
     let want = match recorded::last_due(scale, end) {
-        Some(k) if job.phase == JobPhase::Completed => recorded::counts(&job.spec, &scale[k]),
-        _ if scale.is_empty() => (job.spec.ps, job.spec.workers),
+        Some(k) if job.phase() == JobPhase::Completed => recorded::counts(job.spec(), &scale[k]),
+        _ if scale.is_empty() => (job.spec().ps, job.spec().workers),
         _ => return, // A failed job's pods were torn down mid-change.
     };
     assert_eq!(
-        (job.config.ps, job.config.workers),
+        (job.config().ps, job.config().workers),
         want,
         "job {}: counts at its end; {ctx}",
-        job.spec.id
+        job.spec().id
     );
 }
 

@@ -60,11 +60,11 @@ pub fn path_str(p: &Path) -> &str {
 /// A job's shard ledger, if it keeps one, is consistent, and a completed job trained
 /// every shard exactly once. `ctx` says how to reproduce.
 pub fn check_ledger(job: &dlsim_model::job::Job, ctx: &str) {
-    if let Some(ledger) = &job.ledger {
+    if let Some(ledger) = job.ledger() {
         ledger
             .check_consistent()
             .unwrap_or_else(|e| panic!("{e}; {ctx}"));
-        if job.phase == dlsim_model::policy::JobPhase::Completed {
+        if job.phase() == dlsim_model::policy::JobPhase::Completed {
             ledger
                 .check_exactly_once()
                 .unwrap_or_else(|e| panic!("{e}; {ctx}"));

@@ -3,18 +3,22 @@
 //! Progress is integrated piecewise: between two events that touch a job, its throughput
 //! is constant, so `samples += rate * dt` is exact. Throughput changes only when the
 //! allocation or conditions change (a pod starts or dies), which is when the world calls
-//! [`Job::advance`] and recomputes the rate. This keeps the event count proportional to
+//! `Job::advance` and recomputes the rate. This keeps the event count proportional to
 //! changes, not to training steps, at the cost of ignoring step-level jitter.
 
 use crate::perf::{self, JobPerf, PerfInputs, ThroughputParams};
 use crate::policy::{
     JobConfig, JobPhase, JobRequest, PodEvent, PodSample, ProfileSample, Sharding,
 };
+
+pub mod lifecycle;
+
 use crate::shards::ShardLedger;
 use crate::slots::Slots;
 use crate::Resources;
 use dlsim_engine::SimTime;
 use dlsim_traces::JobSpec;
+pub use lifecycle::{Lifecycle, Migration, Outcome, Phase};
 use serde::Serialize;
 
 #[derive(
@@ -37,6 +41,8 @@ pub enum PodState {
     Finished,
 }
 
+/// A pod of a job. What the cluster API shows of it (role, slot, request, state, node) is
+/// public; what only the truth knows (its CPU cut, parameter share, rates) is the world's.
 #[derive(Clone, Debug)]
 pub struct Pod {
     pub job: usize,
@@ -49,29 +55,35 @@ pub struct Pod {
     pub state: PodState,
     pub node: Option<usize>,
     /// Fraction of the requested CPU the pod actually gets (< 1 for a straggler).
-    pub cpu_factor: f64,
+    pub(crate) cpu_factor: f64,
     /// For a PS: its share of the parameters and lookups (the job's shares sum to 1).
-    pub share: f64,
+    pub(crate) share: f64,
     /// Fraction of its CPU left by co-located services on its node (1 = no contention).
-    pub throttle: f64,
+    pub(crate) throttle: f64,
     /// Truth at the current rate, for the profiler: CPU cores in use, and samples/s for a
     /// worker (both 0 unless the job trains).
-    pub cpu_used: f64,
-    pub rate: f64,
+    pub(crate) cpu_used: f64,
+    pub(crate) rate: f64,
     /// A new pod of a migration: it holds resources but trains only after the switch.
-    pub standby: bool,
+    pub(crate) standby: bool,
     /// The running pod this one replaces once it is up (`ReplacePod` on a worker).
-    pub replaces: Option<usize>,
-    pub created: SimTime,
-    pub running_since: Option<SimTime>,
+    pub(crate) replaces: Option<usize>,
+    pub(crate) created: SimTime,
+    pub(crate) running_since: Option<SimTime>,
     /// Observations of this pod: the latest sample and a worker's samples/s EWMA.
-    pub last_sample: Option<PodSample>,
-    pub ewma_rate: f64,
+    pub(crate) last_sample: Option<PodSample>,
+    pub(crate) ewma_rate: f64,
     /// Samples this worker trained (truth; the profiler reports it with noise).
-    pub samples_trained: f64,
+    pub(crate) samples_trained: f64,
 }
 
 impl Pod {
+    /// For tests and inspection only (policies never see a `Pod`): the hidden fraction of
+    /// its requested CPU the pod gets, below 1 on a slow node.
+    pub fn truth_cpu_factor(&self) -> f64 {
+        self.cpu_factor
+    }
+
     /// Running and part of the job's training (not a migration standby).
     pub fn active(&self) -> bool {
         self.state == PodState::Running && !self.standby
@@ -86,16 +98,6 @@ impl Pod {
     pub fn effective_cpu(&self) -> f64 {
         self.request.cpu_cores() * self.cpu_factor * self.throttle
     }
-}
-
-/// A migration in progress: new pods start while the old ones train, then a pause.
-#[derive(Clone, Debug)]
-pub struct Migration {
-    pub config: JobConfig,
-    pub new_pods: Vec<usize>,
-    pub old_pods: Vec<usize>,
-    /// The pause has begun (every new pod is up).
-    pub switching: bool,
 }
 
 /// Why a job ended without completing.
@@ -159,110 +161,107 @@ pub struct UsageIntegrals {
     pub role_mem_used_mb_s: [f64; 2],
 }
 
+/// What the job's running pods give it right now: their counts, the parameter share the
+/// running PS hold, and the rate and resource use the truth gives them. Zero while the job
+/// waits; dropped when it ends ([`Job::end`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunState {
+    /// Running (joined, not standby) workers and PS.
+    pub(crate) workers: u32,
+    pub(crate) ps: u32,
+    /// Sum of the shares of the running PS (1 when all are up).
+    pub(crate) ps_share: f64,
+    /// Current throughput in samples/s (0 unless training).
+    pub(crate) rate: f64,
+    /// The truth's performance for the running pods (None unless training).
+    pub(crate) perf: Option<JobPerf>,
+    /// Per running worker: (pod, samples/s) at the current rate.
+    pub(crate) worker_rates: Vec<(usize, f64)>,
+}
+
+/// A job of the run: its trace record, its hidden truth, its lifecycle and everything the
+/// world tracks about it. The world (this crate) reads and writes its fields; other crates
+/// read an ended job's outcome through the accessors below, and policies never see a
+/// `Job` at all, only its [`JobView`](crate::policy::JobView).
 pub struct Job {
-    pub spec: JobSpec,
-    pub request: JobRequest,
+    pub(crate) spec: JobSpec,
+    pub(crate) request: JobRequest,
     /// Hidden: this job's throughput parameters.
-    pub truth: ThroughputParams,
-    pub phase: JobPhase,
-    pub config: JobConfig,
-    pub pods: Vec<usize>,
+    pub(crate) truth: ThroughputParams,
+    /// The phase and its data; changed only through its transitions (`job/lifecycle.rs`).
+    pub(crate) life: Lifecycle,
+    pub(crate) config: JobConfig,
+    pub(crate) pods: Vec<usize>,
     /// Pods retired while the job runs (failed, removed, replaced): kept until the job
     /// ends, since a migration in progress may still name them, then released with it.
-    pub retired: Vec<usize>,
-    pub running_workers: u32,
-    pub running_ps: u32,
-    pub pending_pods: u32,
+    pub(crate) retired: Vec<usize>,
+    pub(crate) running: RunState,
+    pub(crate) pending_pods: u32,
     /// Pods holding a node (starting or running).
-    pub placed_pods: u32,
-    pub samples_done: f64,
-    /// Current throughput in samples/s (0 unless training).
-    pub rate: f64,
-    /// The truth's performance for the running pods (None unless training).
-    pub perf: Option<JobPerf>,
-    /// Sum of the shares of the running PS (1 when all are up).
-    pub ps_share_running: f64,
+    pub(crate) placed_pods: u32,
+    pub(crate) samples_done: f64,
     /// Relaunches used, per role: [PS, worker].
-    pub restarts: [u32; 2],
+    pub(crate) restarts: [u32; 2],
     /// Pods created so far per role and slot ([PS, worker]): the next pod in a slot is
     /// that slot's next incarnation.
-    pub slot_incarnations: [Vec<u32>; 2],
+    pub(crate) slot_incarnations: [Vec<u32>; 2],
     /// Parameter partitions drawn so far (each may draw a hot PS).
-    pub partitions: u32,
-    pub pod_failures: u32,
+    pub(crate) partitions: u32,
+    pub(crate) pod_failures: u32,
     /// Samples saved by the last periodic checkpoint, and training time since it.
-    pub ckpt_samples: f64,
-    pub train_since_ckpt_s: f64,
-    pub ckpt_interval_s: f64,
-    /// A restart must reload the checkpoint before training resumes.
-    pub needs_reload: bool,
-    pub reloading: bool,
-    /// Bumped on every restart, so a stale reload-finished event is ignored.
-    pub epoch: u64,
-    pub last_update: SimTime,
+    pub(crate) ckpt_samples: f64,
+    pub(crate) train_since_ckpt_s: f64,
+    pub(crate) ckpt_interval_s: f64,
+    pub(crate) last_update: SimTime,
     /// Bumped whenever the rate changes, so stale completion/OOM events are ignored.
-    pub generation: u64,
-    pub start: Option<SimTime>,
-    pub end: Option<SimTime>,
-    pub fail_reason: Option<FailReason>,
-    pub oom_kills: u32,
-    pub evictions: u32,
-    pub node_failures: u32,
+    pub(crate) generation: u64,
+    pub(crate) oom_kills: u32,
+    pub(crate) evictions: u32,
+    pub(crate) node_failures: u32,
     /// Rescales applied (worker scaling, stop-and-restart, migration, pod replacement).
-    pub rescales: u32,
+    pub(crate) rescales: u32,
     /// What the profiler has seen of this job at some point of its life: a hot PS (a PS
     /// using at least [`HOT_PS_UTIL`] of its CPU) and a straggling worker (slower than
     /// [`STRAGGLER_RATE`] of the job's median worker). DLRover-RM Table 4 reports the
     /// share of jobs with each.
-    pub seen_hot_ps: bool,
-    pub seen_straggler: bool,
+    pub(crate) seen_hot_ps: bool,
+    pub(crate) seen_straggler: bool,
     /// The configuration the policy launched the job with, and when its last elastic
     /// change was applied: how close a warm start came to the final configuration and how
     /// long the job took to settle (DLRover-RM Fig. 9 and Sec. 6.2).
-    pub launched: Option<JobConfig>,
-    pub last_rescale: Option<SimTime>,
-    pub usage: UsageIntegrals,
-    pub history: Vec<ProfileSample>,
-    pub events: Vec<PodEvent>,
-    pub sharding: Sharding,
+    pub(crate) launched: Option<JobConfig>,
+    pub(crate) last_rescale: Option<SimTime>,
+    pub(crate) usage: UsageIntegrals,
+    pub(crate) history: Vec<ProfileSample>,
+    pub(crate) events: Vec<PodEvent>,
+    pub(crate) sharding: Sharding,
     /// Dynamic sharding: the shard ledger, and its state at the last checkpoint.
-    pub ledger: Option<ShardLedger>,
-    pub ckpt_ledger: Option<ShardLedger>,
-    /// Per running worker: (pod, samples/s) at the current rate.
-    pub worker_rates: Vec<(usize, f64)>,
-    pub migration: Option<Migration>,
-    /// Stop-and-restart: saving the checkpoint before the pods stop (no training).
-    pub saving: Option<JobConfig>,
-    /// Migration switch pause (no training).
-    pub paused: bool,
+    pub(crate) ledger: Option<ShardLedger>,
+    pub(crate) ckpt_ledger: Option<ShardLedger>,
 }
 
 /// The constants the world needs to evaluate a job's truth.
 #[derive(Clone, Copy, Debug)]
-pub struct TruthEnv {
-    pub bandwidth_mb_s: f64,
-    pub gpu_core_equiv: f64,
+pub(crate) struct TruthEnv {
+    pub(crate) bandwidth_mb_s: f64,
+    pub(crate) gpu_core_equiv: f64,
 }
 
 impl Job {
-    pub fn new(spec: JobSpec, truth: ThroughputParams) -> Self {
+    pub(crate) fn new(spec: JobSpec, truth: ThroughputParams) -> Self {
         let request = JobRequest::from_spec(&spec);
         Job {
             config: request.requested,
             request,
             spec,
             truth,
-            phase: JobPhase::Submitted,
+            life: Lifecycle::new(),
             pods: Vec::new(),
             retired: Vec::new(),
-            running_workers: 0,
-            running_ps: 0,
+            running: RunState::default(),
             pending_pods: 0,
             placed_pods: 0,
             samples_done: 0.0,
-            rate: 0.0,
-            perf: None,
-            ps_share_running: 0.0,
             restarts: [0, 0],
             slot_incarnations: [Vec::new(), Vec::new()],
             partitions: 0,
@@ -270,14 +269,8 @@ impl Job {
             ckpt_samples: 0.0,
             train_since_ckpt_s: 0.0,
             ckpt_interval_s: 0.0,
-            needs_reload: false,
-            reloading: false,
-            epoch: 0,
             last_update: SimTime::ZERO,
             generation: 0,
-            start: None,
-            end: None,
-            fail_reason: None,
             oom_kills: 0,
             evictions: 0,
             node_failures: 0,
@@ -292,27 +285,111 @@ impl Job {
             sharding: Sharding::Static,
             ledger: None,
             ckpt_ledger: None,
-            worker_rates: Vec::new(),
-            migration: None,
-            saving: None,
-            paused: false,
         }
     }
 
     pub fn is_active(&self) -> bool {
-        !matches!(self.phase, JobPhase::Completed | JobPhase::Failed)
+        self.life.is_active()
     }
 
-    pub fn total_samples(&self) -> f64 {
+    /// The trace record the job was built from.
+    pub fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+
+    pub fn request(&self) -> &JobRequest {
+        &self.request
+    }
+
+    /// The phase as the job's master reports it (what policies and `jobs.csv` see).
+    pub fn phase(&self) -> JobPhase {
+        self.life.observed()
+    }
+
+    /// The configuration the job runs (or last ran) in.
+    pub fn config(&self) -> JobConfig {
+        self.config
+    }
+
+    /// The configuration the policy launched it with (`None` if it never launched).
+    pub fn launched(&self) -> Option<JobConfig> {
+        self.launched
+    }
+
+    /// When the job first trained.
+    pub fn start(&self) -> Option<SimTime> {
+        self.life.start()
+    }
+
+    /// When the job ended (`None` while active, or if it was never launched).
+    pub fn ended_at(&self) -> Option<SimTime> {
+        self.life.ended_at()
+    }
+
+    pub fn fail_reason(&self) -> Option<FailReason> {
+        self.life.fail_reason()
+    }
+
+    /// Relaunches used, per role: [PS, worker].
+    pub fn restarts(&self) -> [u32; 2] {
+        self.restarts
+    }
+
+    pub fn rescales(&self) -> u32 {
+        self.rescales
+    }
+
+    pub fn oom_kills(&self) -> u32 {
+        self.oom_kills
+    }
+
+    pub fn pod_failures(&self) -> u32 {
+        self.pod_failures
+    }
+
+    pub fn evictions(&self) -> u32 {
+        self.evictions
+    }
+
+    pub fn node_failures(&self) -> u32 {
+        self.node_failures
+    }
+
+    pub fn usage(&self) -> &UsageIntegrals {
+        &self.usage
+    }
+
+    /// The pod events the cluster reported for this job (the latest few hundred).
+    pub fn pod_events(&self) -> &[PodEvent] {
+        &self.events
+    }
+
+    /// The shard ledger (dynamic sharding only), for the exactly-once checks.
+    pub fn ledger(&self) -> Option<&ShardLedger> {
+        self.ledger.as_ref()
+    }
+
+    /// The job's pods (ids into the world's pods): those it holds, or held when it
+    /// ended.
+    pub fn pods(&self) -> &[usize] {
+        &self.pods
+    }
+
+    /// The pods it retired while it ran (failed, removed, replaced).
+    pub fn retired_pods(&self) -> &[usize] {
+        &self.retired
+    }
+
+    pub(crate) fn total_samples(&self) -> f64 {
         self.spec.total_samples()
     }
 
     /// Embedding memory, summed over PS, after the samples seen so far.
-    pub fn emb_mb(&self, samples: f64) -> f64 {
+    pub(crate) fn emb_mb(&self, samples: f64) -> f64 {
         self.spec.emb_mb_initial + self.spec.emb_mb_per_msample * samples / 1e6
     }
 
-    pub fn worker_mem_used_mb(&self) -> f64 {
+    pub(crate) fn worker_mem_used_mb(&self) -> f64 {
         perf::worker_mem_mb(
             self.spec.dense_mb,
             f64::from(self.spec.batch_size),
@@ -321,12 +398,12 @@ impl Job {
     }
 
     /// Memory used by a PS holding `share` of the parameters after `samples`.
-    pub fn ps_mem_used_mb(&self, samples: f64, share: f64) -> f64 {
+    pub(crate) fn ps_mem_used_mb(&self, samples: f64, share: f64) -> f64 {
         perf::ps_mem_mb(self.spec.dense_mb, self.emb_mb(samples), share)
     }
 
     /// The largest share held by a running PS (0 when none runs).
-    pub fn max_running_share(&self, pods: &Slots<Pod>) -> f64 {
+    pub(crate) fn max_running_share(&self, pods: &Slots<Pod>) -> f64 {
         self.pods
             .iter()
             .map(|&p| &pods[p])
@@ -337,7 +414,7 @@ impl Job {
 
     /// The first running PS to reach its memory limit, and at how many samples (memory is
     /// linear in samples). `Some((0.0, p))` if one is already over.
-    pub fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {
+    pub(crate) fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {
         let slope_per_share = self.spec.emb_mb_per_msample / 1e6;
         let mut first: Option<(f64, usize)> = None;
         for &p in &self.pods {
@@ -362,11 +439,11 @@ impl Job {
     }
 
     /// The truth's inputs for the current running configuration.
-    pub fn perf_inputs(&self, env: &TruthEnv) -> PerfInputs {
+    pub(crate) fn perf_inputs(&self, env: &TruthEnv) -> PerfInputs {
         let gpu_cores = f64::from(self.config.worker_gpu) * env.gpu_core_equiv;
         PerfInputs {
-            workers: f64::from(self.running_workers),
-            ps: f64::from(self.running_ps),
+            workers: f64::from(self.running.workers),
+            ps: f64::from(self.running.ps),
             worker_cores: self.config.worker_cpu + gpu_cores,
             ps_cores: self.config.ps_cpu,
             batch: f64::from(self.spec.batch_size),
@@ -378,7 +455,7 @@ impl Job {
 
     /// Allocated resources of the pods that hold a node (starting or running), by role:
     /// `[worker, ps]`. Integer resources, so their sum is the job's total exactly.
-    pub fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
+    pub(crate) fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
         let mut by_role = [Resources::ZERO; 2];
         for p in self.pods.iter().map(|&p| &pods[p]).filter(|p| p.placed()) {
             by_role[usize::from(p.role == Role::Ps)] += p.request;
@@ -387,43 +464,44 @@ impl Job {
     }
 
     /// Resources in use right now at `samples` progress: (cpu cores, mem MB, gpus).
-    pub fn used(&self, samples: f64) -> (f64, f64, f64) {
-        let w = f64::from(self.running_workers);
-        let p = f64::from(self.running_ps);
-        let (cpu, gpu) = self.perf.map_or((0.0, 0.0), |x| {
+    pub(crate) fn used(&self, samples: f64) -> (f64, f64, f64) {
+        let w = f64::from(self.running.workers);
+        let p = f64::from(self.running.ps);
+        let (cpu, gpu) = self.running.perf.map_or((0.0, 0.0), |x| {
             (x.worker_cpu_used + x.ps_cpu_used, x.gpu_used)
         });
         let mem = w * self.worker_mem_used_mb()
             + p * perf::PS_BASE_MB
-            + self.ps_share_running * (3.0 * self.spec.dense_mb + self.emb_mb(samples));
+            + self.running.ps_share * (3.0 * self.spec.dense_mb + self.emb_mb(samples));
         (cpu, mem, gpu)
     }
 
     /// [`Job::used`]'s CPU cores and memory MB split by role, `[worker, ps]` (summed
     /// separately, so [`Job::used`] keeps its own order of additions).
-    pub fn used_by_role(&self, samples: f64) -> ([f64; 2], [f64; 2]) {
-        let w = f64::from(self.running_workers);
-        let p = f64::from(self.running_ps);
+    pub(crate) fn used_by_role(&self, samples: f64) -> ([f64; 2], [f64; 2]) {
+        let w = f64::from(self.running.workers);
+        let p = f64::from(self.running.ps);
         let cpu = self
+            .running
             .perf
             .map_or([0.0, 0.0], |x| [x.worker_cpu_used, x.ps_cpu_used]);
         let mem = [
             w * self.worker_mem_used_mb(),
             p * perf::PS_BASE_MB
-                + self.ps_share_running * (3.0 * self.spec.dense_mb + self.emb_mb(samples)),
+                + self.running.ps_share * (3.0 * self.spec.dense_mb + self.emb_mb(samples)),
         ];
         (cpu, mem)
     }
 
     /// Moves progress and usage integrals forward to `now` at the current rate.
-    pub fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
+    pub(crate) fn advance(&mut self, now: SimTime, pods: &mut Slots<Pod>) {
         let dt = (now - self.last_update).as_secs_f64();
         self.last_update = now;
         if dt <= 0.0 {
             return;
         }
         let before = self.samples_done;
-        let after = (before + self.rate * dt).min(self.total_samples());
+        let after = (before + self.running.rate * dt).min(self.total_samples());
         // PS memory grows linearly in samples within a piece: the midpoint is exact.
         let (cpu, mem, gpu) = self.used((before + after) / 2.0);
         let (role_cpu, role_mem) = self.used_by_role((before + after) / 2.0);
@@ -445,20 +523,24 @@ impl Job {
         // Periodic checkpoints fall at fixed training-time marks; the rate is constant
         // within this piece, so the samples at the last mark crossed are exact.
         let mut mark_at = None;
-        if self.rate > 0.0 && self.ckpt_interval_s > 0.0 {
+        if self.running.rate > 0.0 && self.ckpt_interval_s > 0.0 {
             let trained = self.train_since_ckpt_s + dt;
             let marks = (trained / self.ckpt_interval_s).floor();
             if marks >= 1.0 {
                 let since_last_mark = trained - marks * self.ckpt_interval_s;
-                mark_at = Some((after - self.rate * since_last_mark).max(before).min(after));
+                mark_at = Some(
+                    (after - self.running.rate * since_last_mark)
+                        .max(before)
+                        .min(after),
+                );
             }
             self.train_since_ckpt_s = trained - marks * self.ckpt_interval_s;
         }
         // The workers' rates summed as `.sum()` would (same start, same order), in the
         // same pass that credits each worker.
         let mut total_rate: f64 = std::iter::empty::<f64>().sum();
-        if self.rate > 0.0 {
-            for &(p, r) in &self.worker_rates {
+        if self.running.rate > 0.0 {
+            for &(p, r) in &self.running.worker_rates {
                 pods[p].samples_trained += r * dt;
                 total_rate += r;
             }
@@ -470,7 +552,7 @@ impl Job {
             self.samples_done = after;
             return;
         };
-        let rates = &self.worker_rates;
+        let rates = &self.running.worker_rates;
         if total_rate > 0.0 && after > before {
             match mark_at {
                 Some(at) => {

@@ -134,14 +134,14 @@ impl JobTally {
     pub fn add(&mut self, j: &Job) {
         job_row(&mut self.csv, j);
         self.submitted += 1;
-        match j.phase {
-            JobPhase::Completed => self
-                .jcts
-                .push((j.end.expect("completed job has an end") - j.request.submit).as_secs_f64()),
+        match j.phase() {
+            JobPhase::Completed => self.jcts.push(
+                (j.ended_at().expect("completed job has an end") - j.request.submit).as_secs_f64(),
+            ),
             JobPhase::Failed => self.failed += 1,
             _ => {}
         }
-        if let Some(r) = j.fail_reason {
+        if let Some(r) = j.fail_reason() {
             *self.failures.entry(r.as_str().to_string()).or_insert(0) += 1;
         }
         let t = j.spec.submit_s;
@@ -162,7 +162,7 @@ impl JobTally {
         self.evictions += u64::from(j.evictions);
         self.node_failures += u64::from(j.node_failures);
         self.rescales += u64::from(j.rescales);
-        self.makespan = self.makespan.max(j.end);
+        self.makespan = self.makespan.max(j.ended_at());
     }
 }
 
@@ -287,13 +287,13 @@ fn job_row(out: &mut String, j: &Job) {
     };
     let opt_f = |x: Option<f64>| x.map(|x| format!("{x:.4}")).unwrap_or_default();
     let c = &j.config;
-    let status = match j.phase {
+    let status = match j.phase() {
         JobPhase::Completed => "completed",
         JobPhase::Failed => "failed",
         _ => "active",
     };
-    let jct = (j.phase == JobPhase::Completed)
-        .then(|| (j.end.expect("ended") - j.request.submit).as_secs_f64());
+    let jct = (j.phase() == JobPhase::Completed)
+        .then(|| (j.ended_at().expect("ended") - j.request.submit).as_secs_f64());
     let u = &j.usage;
     writeln!(
         out,
@@ -302,10 +302,10 @@ fn job_row(out: &mut String, j: &Job) {
         j.spec.user,
         j.spec.model,
         j.spec.submit_s,
-        opt_s(j.start),
-        opt_s(j.end),
+        opt_s(j.start()),
+        opt_s(j.ended_at()),
         status,
-        j.fail_reason.map(FailReason::as_str).unwrap_or(""),
+        j.fail_reason().map(FailReason::as_str).unwrap_or(""),
         c.workers,
         c.ps,
         c.worker_cpu,
@@ -342,7 +342,7 @@ fn job_row(out: &mut String, j: &Job) {
         j.launched.map(|c| c.workers.to_string()).unwrap_or_default(),
         j.launched.map(|c| c.ps.to_string()).unwrap_or_default(),
         // Seconds from the start of training to the last elastic change (0: never changed).
-        opt_s(j.start.map(|s| j.last_rescale.map_or(s, |r| r.max(s)) - s)),
+        opt_s(j.start().map(|s| j.last_rescale.map_or(s, |r| r.max(s)) - s)),
     )
     .expect("writing to a String cannot fail");
 }

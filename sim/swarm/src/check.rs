@@ -75,54 +75,54 @@ pub fn batch(scenario: &Scenario, out: &RunOutput) -> Result<(), String> {
         "jobs.csv lacks a row per job".into()
     })?;
     for job in w.jobs.iter() {
-        let id = job.spec.id;
-        match job.phase {
+        let id = job.spec().id;
+        match job.phase() {
             JobPhase::Completed => {
-                ensure(job.steps_done() == job.spec.steps, || {
+                ensure(job.steps_done() == job.spec().steps, || {
                     format!(
                         "job {id} completed after {} of {} steps",
                         job.steps_done(),
-                        job.spec.steps
+                        job.spec().steps
                     )
                 })?;
                 let (start, end) = (
-                    job.start.unwrap_or(SimTime::MAX),
-                    job.end.unwrap_or(SimTime::ZERO),
+                    job.start().unwrap_or(SimTime::MAX),
+                    job.ended_at().unwrap_or(SimTime::ZERO),
                 );
-                ensure(end >= start && start >= job.request.submit, || {
+                ensure(end >= start && start >= job.request().submit, || {
                     format!(
                         "job {id}: submit {} start {start} end {end}",
-                        job.request.submit
+                        job.request().submit
                     )
                 })?;
             }
-            JobPhase::Failed => ensure(job.fail_reason.is_some(), || {
+            JobPhase::Failed => ensure(job.fail_reason().is_some(), || {
                 format!("job {id} failed without a reason")
             })?,
             other => return Err(format!("job {id} left in phase {other:?}")),
         }
         if let (Some(h), Some(FailReason::Unfinished), Some(end)) =
-            (scenario.file.horizon_s, job.fail_reason, job.end)
+            (scenario.file.horizon_s, job.fail_reason(), job.ended_at())
         {
             ensure(end == SimTime::from_secs(h), || {
                 format!("job {id} cut at {end}, not the horizon")
             })?;
         }
-        ensure(job.steps_done() <= job.spec.steps, || {
+        ensure(job.steps_done() <= job.spec().steps, || {
             format!("job {id} trained too many steps")
         })?;
-        if let Some(ledger) = &job.ledger {
+        if let Some(ledger) = job.ledger() {
             ledger
                 .check_consistent()
                 .map_err(|e| format!("job {id}: {e}"))?;
-            if job.phase == JobPhase::Completed {
+            if job.phase() == JobPhase::Completed {
                 ledger
                     .check_exactly_once()
                     .map_err(|e| format!("job {id}: {e}"))?;
             }
         }
         ensure(
-            job.usage.cpu_used_core_s <= job.usage.cpu_alloc_core_s * (1.0 + 1e-9),
+            job.usage().cpu_used_core_s <= job.usage().cpu_alloc_core_s * (1.0 + 1e-9),
             || format!("job {id} used more CPU than it was allocated"),
         )?;
     }

@@ -53,9 +53,7 @@ impl World {
     /// the middle of a rescale.
     fn elastic_target(&self, id: u64) -> Option<usize> {
         let &j = self.job_index.get(&id)?;
-        let job = &self.jobs[j];
-        let started = matches!(job.phase, JobPhase::Starting | JobPhase::Training);
-        (started && job.migration.is_none() && job.saving.is_none()).then_some(j)
+        self.jobs[j].life.is_steady().then_some(j)
     }
 
     fn scale_workers(
@@ -120,7 +118,7 @@ impl World {
         }
         self.jobs[j].advance(now, &mut self.pods);
         let seamless = method == RescaleMethod::Migrate && self.elasticity.seamless_migration;
-        if seamless && self.jobs[j].phase == JobPhase::Training {
+        if seamless && self.jobs[j].phase() == JobPhase::Training {
             // Only the pods whose shape changes are replaced; workers of an unchanged shape
             // keep training through the switch, and only the difference in count moves.
             let before = self.jobs[j].config;
@@ -179,20 +177,22 @@ impl World {
                 }
             }
             let nothing_to_start = new.is_empty();
-            self.jobs[j].migration = Some(Migration {
+            self.jobs[j].life.begin_migration(Migration {
                 config,
                 new_pods: new,
                 old_pods: old,
-                switching: false,
+                switch_until: None,
             });
             if nothing_to_start {
                 self.standby_ready(now, j, queue);
             }
         } else {
-            self.jobs[j].saving = Some(config);
-            let epoch = self.jobs[j].epoch;
             let save = SimTime::from_secs_f64_ceil(self.elasticity.save_s(self.checkpoint_mb(j)));
-            queue.push(now.saturating_add(save), Event::StopSaved { job: j, epoch });
+            let until = now.saturating_add(save);
+            let life = &mut self.jobs[j].life;
+            life.begin_save(until, config);
+            let epoch = life.epoch();
+            queue.push(until, Event::StopSaved { job: j, epoch });
             self.update_phase(now, j, queue);
         }
         self.queue_schedule(now, queue);
@@ -239,16 +239,17 @@ impl World {
                         self.pods[q].replaces = Some(p);
                     }
                     Role::Ps => {
-                        if self.jobs[j].phase != JobPhase::Training {
+                        if self.jobs[j].phase() != JobPhase::Training {
                             return false;
                         }
                         let q = self.add_pod(now, j, Role::Ps, Some(old.slot), request, old.share);
                         self.pods[q].standby = true;
-                        self.jobs[j].migration = Some(Migration {
-                            config: self.jobs[j].config,
+                        let config = self.jobs[j].config;
+                        self.jobs[j].life.begin_migration(Migration {
+                            config,
                             new_pods: vec![q],
                             old_pods: vec![p],
-                            switching: false,
+                            switch_until: None,
                         });
                     }
                 }
@@ -260,14 +261,14 @@ impl World {
 
     /// A standby pod is up; when all are, the migration pauses training to move state.
     pub(super) fn standby_ready(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        let Some(m) = &self.jobs[j].migration else {
+        let Some(m) = self.jobs[j].life.migration() else {
             return;
         };
         let all_up = m
             .new_pods
             .iter()
             .all(|&p| self.pods[p].state == PodState::Running);
-        if !all_up || m.switching {
+        if !all_up || m.switch_until.is_some() {
             return;
         }
         let job = &self.jobs[j];
@@ -284,22 +285,17 @@ impl World {
         } else {
             self.elasticity.save_s(self.checkpoint_mb(j)) + self.reload_s(j)
         };
-        let job = &mut self.jobs[j];
-        job.migration.as_mut().expect("checked above").switching = true;
-        job.paused = true;
-        let epoch = job.epoch;
-        queue.push(
-            now.saturating_add(SimTime::from_secs_f64_ceil(pause_s)),
-            Event::SwitchDone { job: j, epoch },
-        );
+        let until = now.saturating_add(SimTime::from_secs_f64_ceil(pause_s));
+        let life = &mut self.jobs[j].life;
+        life.begin_switch(until);
+        let epoch = life.epoch();
+        queue.push(until, Event::SwitchDone { job: j, epoch });
         self.update_phase(now, j, queue);
     }
 
     /// The migration's pause is over: old pods go, the new ones train.
     pub(super) fn switch_done(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        let Some(m) = self.jobs[j].migration.take() else {
-            return;
-        };
+        let m = self.jobs[j].life.finish_switch();
         self.jobs[j].advance(now, &mut self.pods);
         for &p in &m.old_pods {
             self.retire_pod(now, p, PodEventKind::Stopped);
@@ -316,35 +312,32 @@ impl World {
             let job = &mut self.jobs[j];
             match role {
                 Role::Ps => {
-                    job.running_ps += 1;
-                    job.ps_share_running += share;
+                    job.running.ps += 1;
+                    job.running.ps_share += share;
                 }
-                Role::Worker => job.running_workers += 1,
+                Role::Worker => job.running.workers += 1,
             }
         }
-        let job = &mut self.jobs[j];
-        job.config = m.config;
-        job.paused = false;
+        self.jobs[j].config = m.config;
         self.update_phase(now, j, queue);
         self.queue_schedule(now, queue);
     }
 
     /// Gives back the new pods of a migration that cannot complete.
     pub(super) fn abort_migration(&mut self, now: SimTime, j: usize) {
-        if let Some(m) = self.jobs[j].migration.take() {
-            for &p in &m.new_pods {
-                self.retire_pod(now, p, PodEventKind::Stopped);
-            }
-            self.jobs[j].paused = false;
+        let m = self.jobs[j].life.abort_migration();
+        for &p in &m.new_pods {
+            self.retire_pod(now, p, PodEventKind::Stopped);
         }
     }
 
     /// The checkpoint of a stop-and-restart is saved: every pod stops and the new
     /// configuration's pods are requested; the job reloads once they are up.
     pub(super) fn stop_saved(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
-        let Some(config) = self.jobs[j].saving else {
-            return;
-        };
+        let config = self.jobs[j]
+            .life
+            .saving()
+            .expect("a StopSaved of the current epoch finds the job saving");
         self.jobs[j].advance(now, &mut self.pods);
         {
             let job = &mut self.jobs[j];
@@ -361,9 +354,7 @@ impl World {
             self.retire_pod(now, p, PodEventKind::Stopped);
         }
         self.restart_from_checkpoint(j);
-        let job = &mut self.jobs[j];
-        job.saving = None;
-        job.config = config;
+        self.jobs[j].config = config;
         self.add_config_pods(now, j, &config, false);
         self.update_phase(now, j, queue);
         self.queue_schedule(now, queue);

@@ -5,7 +5,7 @@
 
 use crate::cluster::Cluster;
 use crate::faults::{ElasticityConfig, FaultConfig, RecoveryConfig};
-use crate::job::{FailReason, Job, Pod, PodState, Role, TruthEnv};
+use crate::job::{FailReason, Job, Outcome, Pod, PodState, Role, TruthEnv};
 use crate::metrics::TimelineRow;
 use crate::perf::{self, PsCond, WorkerCond};
 use crate::policy::{
@@ -300,7 +300,7 @@ impl World {
         };
         let active: Vec<usize> = self.active.iter().copied().collect();
         for j in active {
-            self.end_job(now, j, JobPhase::Failed, Some(FailReason::Unfinished));
+            self.end_job(now, j, Outcome::Failed(FailReason::Unfinished));
         }
         // Jobs that arrived but were never launched, and jobs the horizon cut off before
         // they arrived: failed, unfinished, with no end.
@@ -309,9 +309,7 @@ impl World {
                 self.build_job(j);
             }
             if self.jobs.get(j).is_some_and(Job::is_active) {
-                let job = &mut self.jobs[j];
-                job.phase = JobPhase::Failed;
-                job.fail_reason = Some(FailReason::Unfinished);
+                self.jobs[j].end(Outcome::Failed(FailReason::Unfinished), None);
                 self.tally.add(&self.jobs[j]);
                 if !self.keep_ended {
                     self.jobs.release(j);
@@ -447,13 +445,13 @@ impl World {
             self.rejected_actions += 1;
             return;
         };
-        if self.jobs[j].phase != JobPhase::Submitted {
+        if self.jobs[j].phase() != JobPhase::Submitted {
             self.rejected_actions += 1;
             return;
         }
         if !self.config_fits(&config) {
             self.rejected_actions += 1;
-            self.end_job(now, j, JobPhase::Failed, Some(FailReason::Rejected));
+            self.end_job(now, j, Outcome::Failed(FailReason::Rejected));
             return;
         }
         let config = self.recorded_launch(now, j, config, queue);
@@ -463,7 +461,7 @@ impl World {
         let job = &mut self.jobs[j];
         job.config = config;
         job.launched = Some(config);
-        job.phase = JobPhase::Starting;
+        job.life.launch();
         job.last_update = now;
         job.ckpt_interval_s = self.recovery.checkpoint_interval_s;
         job.sharding = sharding;
@@ -705,10 +703,10 @@ impl World {
             }
             match self.pods[p].role {
                 Role::Ps => {
-                    self.jobs[j].running_ps += 1;
-                    self.jobs[j].ps_share_running += self.pods[p].share;
+                    self.jobs[j].running.ps += 1;
+                    self.jobs[j].running.ps_share += self.pods[p].share;
                 }
-                Role::Worker => self.jobs[j].running_workers += 1,
+                Role::Worker => self.jobs[j].running.workers += 1,
             }
         }
         serving |= self.recorded_join(now, j);
@@ -733,34 +731,17 @@ impl World {
             .reload_time_s(self.checkpoint_mb(j), self.elasticity.storage_mb_s)
     }
 
-    /// Moves a job between starting and training as its pods come and go, and refreshes
+    /// Moves a job between starting and training as its pods come and go
+    /// ([`Lifecycle::pods_changed`](crate::job::Lifecycle::pods_changed)), and refreshes
     /// its rate. A restarted job reloads its checkpoint before it trains again.
     fn update_phase(&mut self, now: SimTime, j: usize, queue: &mut EventQueue<Event>) {
         self.touch(j);
         let reload = SimTime::from_secs_f64_ceil(self.reload_s(j));
         let job = &mut self.jobs[j];
-        let trainable = job.running_ps == job.config.ps
-            && job.running_workers >= 1
-            && job.saving.is_none()
-            && !job.paused;
-        if !trainable && job.phase == JobPhase::Training {
-            job.phase = JobPhase::Starting;
-        }
-        if trainable && job.phase == JobPhase::Starting && !job.reloading {
-            if job.needs_reload {
-                job.needs_reload = false;
-                job.reloading = true;
-                queue.push(
-                    now.saturating_add(reload),
-                    Event::Resume {
-                        job: j,
-                        epoch: job.epoch,
-                    },
-                );
-            } else {
-                job.phase = JobPhase::Training;
-                job.start.get_or_insert(now);
-            }
+        let pods_up = job.running.ps == job.config.ps && job.running.workers >= 1;
+        if let Some(until) = job.life.pods_changed(now, pods_up, reload) {
+            let epoch = job.life.epoch();
+            queue.push(until, Event::Resume { job: j, epoch });
         }
         self.refresh_rate(now, j, queue);
     }
@@ -772,7 +753,7 @@ impl World {
         let gpu_equiv = self.env.gpu_core_equiv;
         let inputs = self.jobs[j].perf_inputs(&self.env);
         let job = &self.jobs[j];
-        let training = job.phase == JobPhase::Training;
+        let training = job.phase() == JobPhase::Training;
         // Sized up front: growing four lists push by push cost more than the rest here.
         let n = if training { job.pods.len() } else { 0 };
         let mut workers = Vec::with_capacity(n);
@@ -812,24 +793,24 @@ impl World {
         };
         let job = &mut self.jobs[j];
         job.generation += 1;
-        job.worker_rates.clear();
+        job.running.worker_rates.clear();
         for &p in &job.pods {
             self.pods[p].cpu_used = 0.0;
             self.pods[p].rate = 0.0;
         }
         if !training {
-            job.rate = 0.0;
-            job.perf = None;
+            job.running.rate = 0.0;
+            job.running.perf = None;
             return;
         }
         let pooled = job.sharding == Sharding::Dynamic;
         let (jp, detail) = perf::job_perf_detail(&job.truth, &inputs, &workers, &ps, pooled);
         // Checkpoint stalls are spread evenly over training time (see RecoveryConfig).
-        job.rate = jp.rate * duty;
-        job.perf = Some(jp);
+        job.running.rate = jp.rate * duty;
+        job.running.perf = Some(jp);
         for (k, &p) in worker_ids.iter().enumerate() {
             let rate = detail.worker_rate[k] * duty;
-            job.worker_rates.push((p, rate));
+            job.running.worker_rates.push((p, rate));
             self.pods[p].rate = rate;
             self.pods[p].cpu_used = detail.worker_cpu_used[k];
             if let Some(ledger) = job.ledger.as_mut() {
@@ -863,10 +844,10 @@ impl World {
             return;
         }
         let remaining = (job.total_samples() - job.samples_done).max(0.0);
-        let finish_s = remaining / job.rate;
+        let finish_s = remaining / job.running.rate;
         if let Some((oom_samples, _)) = oom {
             if oom_samples < job.total_samples() {
-                let oom_s = (oom_samples - job.samples_done).max(0.0) / job.rate;
+                let oom_s = (oom_samples - job.samples_done).max(0.0) / job.running.rate;
                 queue.push(
                     now.saturating_add(SimTime::from_secs_f64_ceil(oom_s)),
                     Event::Oom { job: j, generation },
@@ -882,7 +863,9 @@ impl World {
         );
     }
 
-    fn end_job(&mut self, now: SimTime, j: usize, phase: JobPhase, reason: Option<FailReason>) {
+    /// Ends job `j`: returns its pods' resources, then ends its lifecycle, which drops
+    /// its phase's data and running state ([`Job::end`]).
+    fn end_job(&mut self, now: SimTime, j: usize, outcome: Outcome) {
         self.jobs[j].advance(now, &mut self.pods);
         for k in 0..self.jobs[j].pods.len() {
             let p = self.jobs[j].pods[k];
@@ -902,21 +885,8 @@ impl World {
             self.pods[p].state = PodState::Finished;
         }
         let job = &mut self.jobs[j];
-        job.phase = phase;
-        job.fail_reason = reason;
-        job.end = Some(now);
-        job.rate = 0.0;
-        job.perf = None;
-        job.ps_share_running = 0.0;
-        job.running_ps = 0;
-        job.running_workers = 0;
-        job.pending_pods = 0;
-        job.generation += 1;
-        job.migration = None;
-        job.saving = None;
-        job.paused = false;
-        job.worker_rates.clear();
-        if phase == JobPhase::Completed {
+        job.end(outcome, Some(now));
+        if outcome == Outcome::Completed {
             if let Some(ledger) = job.ledger.as_mut() {
                 // The fluid completion instant is rounded up to a millisecond, so at most a
                 // rounding error of samples can be missing here; anything more is lost work.
@@ -931,7 +901,7 @@ impl World {
             let job = &self.jobs[j];
             self.ended.push(EndedJob {
                 id: job.request.id,
-                phase,
+                phase: outcome.observed(),
                 config: job.config,
                 steps_done: job.steps_done(),
             });
@@ -964,13 +934,13 @@ impl World {
             job.advance(now, &mut self.pods);
             let (cpu, mem, gpu) = job.used(job.samples_done);
             used = (used.0 + cpu, used.1 + mem, used.2 + gpu);
-            if job.phase != JobPhase::Training {
+            if job.phase() != JobPhase::Training {
                 continue;
             }
             running += 1;
-            let jp = job.perf.expect("a training job has a perf");
-            let max_share = if job.running_ps > 0 {
-                1.0 / f64::from(job.running_ps)
+            let jp = job.running.perf.expect("a training job has a perf");
+            let max_share = if job.running.ps > 0 {
+                1.0 / f64::from(job.running.ps)
             } else {
                 0.0
             };
@@ -980,13 +950,13 @@ impl World {
             };
             let sample = ProfileSample {
                 time: now,
-                running_workers: job.running_workers,
-                running_ps: job.running_ps,
+                running_workers: job.running.workers,
+                running_ps: job.running.ps,
                 worker_cpu: job.config.worker_cpu,
                 ps_cpu: job.config.ps_cpu,
-                steps_per_s: noisy(job.rate / f64::from(job.spec.batch_size)),
-                worker_cpu_used: noisy(jp.worker_cpu_used / f64::from(job.running_workers)),
-                ps_cpu_used: noisy(jp.ps_cpu_used / f64::from(job.running_ps.max(1))),
+                steps_per_s: noisy(job.running.rate / f64::from(job.spec.batch_size)),
+                worker_cpu_used: noisy(jp.worker_cpu_used / f64::from(job.running.workers)),
+                ps_cpu_used: noisy(jp.ps_cpu_used / f64::from(job.running.ps.max(1))),
                 worker_mem_used_mb: noisy(job.worker_mem_used_mb()),
                 ps_mem_used_mb_max: noisy(job.ps_mem_used_mb(
                     job.samples_done,
@@ -1033,10 +1003,10 @@ impl World {
 pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> JobView<'a> {
     JobView {
         request: &job.request,
-        phase: job.phase,
+        phase: job.phase(),
         config: job.config,
-        running_workers: job.running_workers,
-        running_ps: job.running_ps,
+        running_workers: job.running.workers,
+        running_ps: job.running.ps,
         pending_pods: job.pending_pods,
         steps_done: job.steps_done(),
         history: &job.history,
@@ -1055,7 +1025,7 @@ pub(crate) fn job_view<'a>(job: &'a Job, pods: &Slots<Pod>, with_pods: bool) -> 
             Vec::new()
         },
         events: observe::recent_events(job),
-        rescaling: job.migration.is_some() || job.saving.is_some(),
+        rescaling: job.life.is_rescaling(),
         restarts: job.restarts,
     }
 }
@@ -1109,7 +1079,7 @@ impl dlsim_engine::World for World {
             Event::PodsReady { first, count } => self.pods_ready(now, first, count, queue),
             Event::JobComplete { job, generation } => {
                 if self.live(job, |j| j.generation == generation) {
-                    self.end_job(now, job, JobPhase::Completed, None);
+                    self.end_job(now, job, Outcome::Completed);
                     self.queue_schedule(now, queue);
                 }
             }
@@ -1120,10 +1090,10 @@ impl dlsim_engine::World for World {
             }
             Event::PodFail(p) => self.pod_failed(now, p, recovery::Cause::Failure, queue),
             Event::Resume { job, epoch } => {
-                if self.live(job, |j| j.epoch == epoch && j.reloading) {
+                if self.live(job, |j| j.life.epoch() == epoch && j.life.is_reloading()) {
                     let jb = &mut self.jobs[job];
                     jb.advance(now, &mut self.pods);
-                    jb.reloading = false;
+                    jb.life.reload_done();
                     self.update_phase(now, job, queue);
                 }
             }
@@ -1145,19 +1115,19 @@ impl dlsim_engine::World for World {
             Event::NodeRepair(n) => self.node_repaired(now, n, queue),
             Event::Colocation => self.colocation(now, queue),
             Event::StopSaved { job, epoch } => {
-                if self.live(job, |j| j.epoch == epoch) {
+                if self.live(job, |j| j.life.epoch() == epoch) {
                     self.stop_saved(now, job, queue);
                 }
             }
             Event::SwitchDone { job, epoch } => {
-                if self.live(job, |j| j.epoch == epoch) {
+                if self.live(job, |j| j.life.epoch() == epoch) {
                     self.switch_done(now, job, queue);
                 }
             }
             Event::RecordedScale { job, k } => self.recorded_scale(now, job, k, queue),
             Event::PendingTimeout(job) => {
-                if self.live(job, |j| j.start.is_none() && j.pending_pods > 0) {
-                    self.end_job(now, job, JobPhase::Failed, Some(FailReason::Scheduling));
+                if self.live(job, |j| j.start().is_none() && j.pending_pods > 0) {
+                    self.end_job(now, job, Outcome::Failed(FailReason::Scheduling));
                 }
             }
         }

@@ -105,7 +105,7 @@ impl World {
         let scale = recorded(&self.jobs[j].spec);
         let k = last_due(scale, now).unwrap_or(k).max(k);
         let next = scale.get(k + 1).map(|e| SimTime::from_secs(e.t_s));
-        if self.jobs[j].migration.is_some() || self.jobs[j].saving.is_some() {
+        if self.jobs[j].life.is_rescaling() {
             let retry = now + SimTime::from_secs(RETRY_S);
             queue.push(retry, Event::RecordedScale { job: j, k });
             return;
@@ -127,7 +127,7 @@ impl World {
     pub(super) fn recorded_join(&mut self, now: SimTime, j: usize) -> bool {
         if recorded(&self.jobs[j].spec).is_empty()
             || !self.policy.follows_recorded_scale()
-            || self.jobs[j].migration.is_some()
+            || self.jobs[j].life.migration().is_some()
         {
             return false;
         }
@@ -138,8 +138,8 @@ impl World {
             if self.pods[p].standby && self.pods[p].state == PodState::Running {
                 self.pods[p].standby = false;
                 match self.pods[p].role {
-                    Role::Ps => self.jobs[j].running_ps += 1,
-                    Role::Worker => self.jobs[j].running_workers += 1,
+                    Role::Ps => self.jobs[j].running.ps += 1,
+                    Role::Worker => self.jobs[j].running.workers += 1,
                 }
                 joined = true;
             }
@@ -216,7 +216,7 @@ impl World {
                 running += share;
             }
         }
-        self.jobs[j].ps_share_running = running;
+        self.jobs[j].running.ps_share = running;
     }
 }
 

@@ -14,8 +14,8 @@
 //! killed or evicted pods).
 
 use super::{Event, World};
-use crate::job::{FailReason, Pod, PodState, Role};
-use crate::policy::{JobConfig, JobPhase, OomRelaunch, PodEventKind, Sharding};
+use crate::job::{FailReason, Outcome, Pod, PodState, Role};
+use crate::policy::{JobConfig, OomRelaunch, PodEventKind, Sharding};
 use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
@@ -190,11 +190,11 @@ impl World {
         if pod.active() {
             match pod.role {
                 Role::Ps => {
-                    job.running_ps -= 1;
-                    job.ps_share_running -= pod.share;
+                    job.running.ps -= 1;
+                    job.running.ps_share -= pod.share;
                 }
                 Role::Worker => {
-                    job.running_workers -= 1;
+                    job.running.workers -= 1;
                     if let Some(ledger) = job.ledger.as_mut() {
                         ledger.leave(p);
                         job.samples_done = ledger.samples();
@@ -323,7 +323,7 @@ impl World {
         self.jobs[j].advance(now, &mut self.pods);
         let pod = self.pods[p].clone();
         let standby_side = pod.standby || pod.replaces.is_some();
-        if self.jobs[j].migration.is_some() {
+        if self.jobs[j].life.migration().is_some() {
             // Any loss aborts a migration in flight: its new pods are given back.
             self.abort_migration(now, j);
             if standby_side {
@@ -360,7 +360,7 @@ impl World {
                 (Cause::NodeFailure, false) => FailReason::NodeFailures,
                 (Cause::Failure | Cause::Evicted, false) => FailReason::PodFailures,
             };
-            self.end_job(now, j, JobPhase::Failed, Some(reason));
+            self.end_job(now, j, Outcome::Failed(reason));
             self.queue_schedule(now, queue);
             return;
         }
@@ -369,7 +369,6 @@ impl World {
             // Restart from the last checkpoint: everything since it is lost. A
             // stop-and-restart that was saving is superseded by it.
             self.restart_from_checkpoint(j);
-            self.jobs[j].saving = None;
         }
         let mut request = pod.request;
         if cause == Cause::Oom {
@@ -380,7 +379,7 @@ impl World {
                 OomRelaunch::Default => {}
                 OomRelaunch::WithMemory(mb) => request.mem_mb = mb.max(1),
                 OomRelaunch::Abandon => {
-                    self.end_job(now, j, JobPhase::Failed, Some(FailReason::Oom));
+                    self.end_job(now, j, Outcome::Failed(FailReason::Oom));
                     self.queue_schedule(now, queue);
                     return;
                 }
@@ -405,7 +404,9 @@ impl World {
     }
 
     /// Rolls a job back to its last checkpoint (progress and, with dynamic sharding, the
-    /// shard ledger); it reloads the checkpoint once its pods are back.
+    /// shard ledger); it reloads the checkpoint once its pods are back
+    /// ([`Lifecycle::restart`](crate::job::Lifecycle::restart), which also supersedes a
+    /// stop-and-restart that was saving).
     pub(super) fn restart_from_checkpoint(&mut self, j: usize) {
         let job = &mut self.jobs[j];
         job.samples_done = job.ckpt_samples;
@@ -417,11 +418,6 @@ impl World {
             job.samples_done = ledger.samples();
         }
         job.train_since_ckpt_s = 0.0;
-        job.needs_reload = job.ckpt_samples > 0.0;
-        job.reloading = false;
-        job.epoch += 1;
-        if job.phase == JobPhase::Training {
-            job.phase = JobPhase::Starting;
-        }
+        job.life.restart(job.ckpt_samples > 0.0);
     }
 }

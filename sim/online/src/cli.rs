@@ -9,7 +9,6 @@ use crate::run::{run_with_progress, traffic_for};
 use crate::scenario::{is_online_text, load};
 use dlsim_engine::RngStreams;
 use dlsim_model::metrics::write_atomic;
-use dlsim_model::scenario::key_line;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -64,10 +63,9 @@ pub fn replay(
             None => {
                 let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
                     .unwrap_or_default();
-                let line = key_line(&text, "policy")
-                    .map(|l| format!(":{l}"))
-                    .unwrap_or_default();
-                CliError::Input(format!("{}{line}: field `policy`: {e}", path.display()))
+                let e = dlsim_traces::InputError::new(path, e.to_string());
+                let e = e.field_in(&text, "policy");
+                CliError::Input(e.to_string())
             }
         })?;
         policies.push(p);

@@ -226,14 +226,7 @@ impl Paper {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| InputError::new(&path, format!("cannot read paper manifest: {e}")))?;
         let mut file: PaperFile = dlsim_traces::error::parse_json_document(&path, &text, 0)?;
-        let at = |field: String, msg: String| {
-            let e = InputError::new(&path, msg).field(field.clone());
-            let key = field.rsplit('.').next().unwrap_or(&field).to_string();
-            match dlsim_model::scenario::key_line(&text, &key) {
-                Some(l) => e.at_line(l),
-                None => e,
-            }
-        };
+        let at = |field: String, msg: String| InputError::new(&path, msg).field_in(&text, field);
         if file.paper != paper {
             return Err(at(
                 "paper".into(),

@@ -4,7 +4,7 @@
 use crate::BadInput;
 use anyhow::Context;
 use clap::Args;
-use dlsim_model::metrics::{write_atomic, Summary};
+use dlsim_model::metrics::Summary;
 use dlsim_model::run::RUN_FILES;
 use dlsim_model::Scenario;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -169,9 +169,8 @@ fn replay_one(
         "peak_rss_mb": peak_rss_mb(),
         "threads": 1,
     });
-    write_atomic(
-        &staged,
-        "run.json",
+    dlsim_fsio::write_atomic(
+        &staged.join("run.json"),
         (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes(),
     )?;
     dlsim_fsio::commit_dir(&staged, &out_dir)

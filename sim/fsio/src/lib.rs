@@ -1,7 +1,8 @@
 //! dlsim's file system rules in one place, shared by every crate that reads inputs or
 //! writes outputs:
 //!
-//! * **Atomic writes.** [`write_atomic`] and [`write_atomic_with`] write a sibling
+//! * **Atomic writes.** [`write_atomic`], [`write_atomic_with`] and [`write_atomic_via`]
+//!   (for a writer that opens its own file) write a sibling
 //!   temporary file and rename it over the target, so a reader never sees half a file; on
 //!   any error the temporary file is removed.
 //! * **Only over regular files.** A target that exists and is not a regular file (a
@@ -9,7 +10,8 @@
 //!   ([`check_target`]): renaming over it would replace it.
 //! * **Whole folders at once.** [`stage_dir`] gives a temporary sibling folder to write a
 //!   run into, and [`commit_dir`] renames it into place, so `dlsim check` and `dlsim report`
-//!   never see a half-written run.
+//!   never see a half-written run ([`stage_dir_open`] and [`commit_dir_over`] for a folder
+//!   whose file names are known only once written).
 //! * **Bounded reads.** [`read_to_string_limited`] refuses an input over a size limit
 //!   (`/dev/zero` as a scenario is an error, not an out-of-memory abort).
 //!
@@ -93,19 +95,32 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    write_atomic_via(path, |tmp| {
+        let mut out = BufWriter::new(File::create(tmp)?);
+        write(&mut out)?;
+        out.flush()
+    })
+}
+
+/// Writes `path` atomically through a writer that opens its file itself (plotters' PNG
+/// encoder): `write` fills the temporary sibling it is given, which keeps `path`'s
+/// extension, since such writers pick the format by it. Same rules as [`write_atomic`].
+pub fn write_atomic_via(
+    path: &Path,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     check_target(path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| err(e.kind(), format!("creating {}: {e}", dir.display())))?;
     }
-    let tmp = temp_sibling(path, "tmp")?;
-    let result = File::create(&tmp)
-        .and_then(|f| {
-            let mut out = BufWriter::new(f);
-            write(&mut out)?;
-            out.flush()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
+    let mut tmp = temp_sibling(path, "tmp")?.into_os_string();
+    if let Some(ext) = path.extension() {
+        tmp.push(".");
+        tmp.push(ext);
+    }
+    let tmp = PathBuf::from(tmp);
+    let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(err(e.kind(), format!("writing {}: {e}", path.display())));
@@ -118,6 +133,48 @@ pub fn write_atomic_with(
 /// holding files other than `expected` (it would be replaced whole).
 pub fn stage_dir(dest: &Path, expected: &[&str]) -> std::io::Result<PathBuf> {
     check_dir_target(dest, expected)?;
+    staging_dir(dest)
+}
+
+/// [`stage_dir`] for a command whose file names are known only once written (`dlsim
+/// report`, whose figures depend on the runs): `dest` must be missing or a folder, and
+/// [`commit_dir_over`] checks what it holds.
+pub fn stage_dir_open(dest: &Path) -> std::io::Result<PathBuf> {
+    check_folder_target(dest)?;
+    staging_dir(dest)
+}
+
+/// Refuses a `dest` that exists and is not a folder, whatever a folder holds: the check
+/// of a command that adds to a folder (a sweep resumed) or learns what it writes late.
+pub fn check_folder_target(dest: &Path) -> std::io::Result<()> {
+    match check_dir_target(dest, &[]) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Commits a folder of [`stage_dir_open`]: refuses a `dest` holding any name that
+/// `staged` does not (a folder of other files, not an earlier output of the same
+/// command), removing `staged`; else [`commit_dir`].
+pub fn commit_dir_over(staged: &Path, dest: &Path) -> std::io::Result<()> {
+    let names = std::fs::read_dir(staged)
+        .and_then(|d| {
+            d.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect::<std::io::Result<Vec<String>>>()
+        })
+        .and_then(|names| {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            check_dir_target(dest, &names)
+        });
+    if let Err(e) = names {
+        let _ = std::fs::remove_dir_all(staged);
+        return Err(e);
+    }
+    commit_dir(staged, dest)
+}
+
+/// A fresh, empty temporary folder beside `dest`.
+fn staging_dir(dest: &Path) -> std::io::Result<PathBuf> {
     let tmp = temp_sibling(dest, "staging")?;
     if let Some(dir) = tmp.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -284,6 +341,54 @@ mod tests {
         assert!(e.to_string().contains("boom"));
         assert_eq!(std::fs::read(&f).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_writer_with_its_own_file_keeps_the_extension_and_leaves_nothing_on_failure() {
+        let dir = scratch("via");
+        let f = dir.join("fig.png");
+        write_atomic_via(&f, |tmp| {
+            assert_eq!(tmp.extension().unwrap(), "png");
+            std::fs::write(tmp, b"img")
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"img");
+        let e = write_atomic_via(&f, |tmp| {
+            std::fs::write(tmp, b"half")?;
+            Err(std::io::Error::other("boom"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("boom"));
+        assert_eq!(std::fs::read(&f).unwrap(), b"img");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_open_folder_replaces_only_an_earlier_output_of_its_own() {
+        let dir = scratch("open");
+        let dest = dir.join("report");
+        let write = |names: &[&str]| {
+            let staged = stage_dir_open(&dest)?;
+            for n in names {
+                std::fs::write(staged.join(n), n.as_bytes())?;
+            }
+            commit_dir_over(&staged, &dest)
+        };
+        write(&["a.md", "b.png"]).unwrap();
+        write(&["a.md", "b.png", "c.svg"]).unwrap();
+        assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 3);
+        // A name the new output lacks means the folder is not only ours: refused, kept.
+        let e = write(&["a.md"]).unwrap_err();
+        assert!(e.to_string().contains("refusing to replace"), "{e}");
+        assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 3);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no staging left"
+        );
+        let file = dir.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(stage_dir_open(&file).is_err());
     }
 
     #[test]

@@ -8,7 +8,6 @@ use crate::policy;
 use crate::run::{run_with_progress, traffic_for};
 use crate::scenario::{is_online_text, load};
 use dlsim_engine::RngStreams;
-use dlsim_model::metrics::write_atomic;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -117,7 +116,7 @@ pub fn replay(
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::create_dir_all(dir)
-        .and_then(|()| write_atomic(dir, name, bytes))
+        .and_then(|()| dlsim_fsio::write_atomic(&dir.join(name), bytes))
         .map_err(|e| CliError::Io(format!("writing {}: {e}", dir.join(name).display())))
 }
 

@@ -105,10 +105,16 @@ impl Baseline {
                     format!("cannot read baseline: {e} (create one with --bless)"),
                 )
             })?;
-        let b: Baseline = dlsim_traces::error::parse_json_document(path, &text, 0)?;
+        Baseline::from_text(path, &text)
+    }
+
+    /// [`Baseline::load`] of `text`, read from (or standing for) `path`.
+    pub fn from_text(path: &Path, text: &str) -> Result<Baseline, dlsim_traces::InputError> {
+        use dlsim_traces::InputError;
+        let b: Baseline = dlsim_traces::error::parse_json_document(path, text, 0)?;
         if b.format != "dlsim-baseline" || b.version != 1 {
             let e = InputError::new(path, "expected a dlsim-baseline v1 file");
-            return Err(e.field_in(&text, "format"));
+            return Err(e.field_in(text, "format"));
         }
         // A negative slack flags every run and a huge one none (issue #21).
         for (metric, t) in &b.tolerances {
@@ -118,7 +124,7 @@ impl Baseline {
             ] {
                 if let Err(m) = dlsim_traces::limits::in_range(v, 0.0, hi) {
                     let field = format!("tolerances.{metric}.{name}");
-                    return Err(InputError::new(path, m).field_in(&text, field));
+                    return Err(InputError::new(path, m).field_in(text, field));
                 }
             }
         }

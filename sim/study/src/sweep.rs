@@ -121,8 +121,14 @@ impl Sweep {
     pub fn load(path: &Path) -> Result<Sweep, InputError> {
         let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(path, format!("cannot read sweep file: {e}")))?;
-        let file: SweepFile = dlsim_traces::error::parse_json_document(path, &text, 0)?;
-        let at = |key: &str, msg: String| InputError::new(path, msg).field_in(&text, key);
+        Sweep::from_text(path, &text)
+    }
+
+    /// [`Sweep::load`] of `text`, read from (or standing for) `path`, against whose folder
+    /// the scenario's path resolves.
+    pub fn from_text(path: &Path, text: &str) -> Result<Sweep, InputError> {
+        let file: SweepFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
+        let at = |key: &str, msg: String| InputError::new(path, msg).field_in(text, key);
         let scenario_path = path.parent().unwrap_or(Path::new(".")).join(&file.scenario);
         let scenario_text =
             dlsim_fsio::read_to_string_limited(&scenario_path, dlsim_fsio::MAX_INPUT_BYTES)
@@ -132,8 +138,8 @@ impl Sweep {
                         format!("cannot read {}: {e}", scenario_path.display()),
                     )
                 })?;
-        let scenario_json: Value = serde_json::from_str(&scenario_text)
-            .map_err(|e| at("scenario", format!("{}: {e}", scenario_path.display())))?;
+        let scenario_json: Value =
+            dlsim_traces::error::parse_json_document(&scenario_path, &scenario_text, 0)?;
         let specs = policy_specs(&file).map_err(|(k, m)| at(&k, m))?;
         let baseline = match &file.baseline {
             Some(b) => canonical(b).map_err(|m| at("baseline", m))?,

@@ -283,7 +283,7 @@ fn merge_report_and_sweep_failures_leave_nothing_behind() {
 }
 
 #[test]
-fn reproduce_and_inspect_refuse_targets_that_are_not_theirs() {
+fn reproduce_calibrate_and_inspect_refuse_targets_that_are_not_theirs() {
     let dir = scratch("outputs-reproduce");
     let file = dir.join("file");
     std::fs::write(&file, "keep").unwrap();
@@ -292,6 +292,11 @@ fn reproduce_and_inspect_refuse_targets_that_are_not_theirs() {
         &["--out", "not a folder"],
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    // A calibration (minutes) checks its --out before it starts.
+    refused(
+        &["calibrate", "--quick", "--quiet", "--out", path_str(&dir)],
+        &["--out", "a folder"],
+    );
     // trace inspect --plot-out: one of its figure files is a folder.
     std::fs::create_dir_all(dir.join("fig-sizes.svg")).unwrap();
     refused(

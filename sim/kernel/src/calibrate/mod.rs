@@ -510,6 +510,8 @@ pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()>
         }
         (Some(b), true) => b.shipped.to_path_buf(),
     };
+    // A calibration takes minutes: an --out it may not write fails first.
+    dlsim_fsio::check_target(&out).map_err(|e| BadArgs(format!("--out: {e}")))?;
     let plan = if args.quick {
         Plan::quick(threads)
     } else {

@@ -167,7 +167,7 @@ impl Figure {
             PlotError::Draw(_, e) => PlotError::Draw(svg.clone(), e),
             e => e,
         })?;
-        write_atomic(&svg, text.as_bytes())?;
+        write_file(&svg, text.as_bytes())?;
         let pdf = with_suffix(prefix, ".pdf");
         // Drawn at the PNG's scale and shrunk to points, for sub-point precision.
         let mut bytes = Vec::new();
@@ -180,7 +180,7 @@ impl Figure {
             draw::draw(backend.into_drawing_area(), self, PNG_SCALE as f64, true)
                 .map_err(|e| PlotError::Draw(pdf.clone(), e))?;
         }
-        write_atomic(&pdf, &bytes)?;
+        write_file(&pdf, &bytes)?;
         Ok([png, svg, pdf])
     }
 
@@ -281,7 +281,8 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+/// `dlsim_fsio::write_atomic`, its error as a [`PlotError`].
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
     dlsim_fsio::write_atomic(path, bytes).map_err(|e| PlotError::Io(path.to_path_buf(), e))
 }
 

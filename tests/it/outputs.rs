@@ -256,6 +256,20 @@ fn merge_report_and_sweep_failures_leave_nothing_behind() {
         &["notes.txt", "refusing to replace the folder"],
     );
     assert_eq!(names_in(&report), ["notes.txt"]);
+    // An earlier report is replaced whole.
+    let again = dir.join("again");
+    for _ in 0..2 {
+        let args = [
+            "report",
+            path_str(&run),
+            "--out",
+            path_str(&again),
+            "--quiet",
+        ];
+        let o = dlsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(again.join("report.html").is_file());
     assert!(
         names_in(&dir).iter().all(|n| !n.starts_with('.')),
         "no staging left"

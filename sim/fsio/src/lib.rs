@@ -10,8 +10,7 @@
 //!   ([`check_target`]): renaming over it would replace it.
 //! * **Whole folders at once.** [`stage_dir`] gives a temporary sibling folder to write a
 //!   run into, and [`commit_dir`] renames it into place, so `dlsim check` and `dlsim report`
-//!   never see a half-written run ([`stage_dir_open`] and [`commit_dir_over`] for a folder
-//!   whose file names are known only once written).
+//!   never see a half-written run.
 //! * **Bounded reads.** [`read_to_string_limited`] refuses an input over a size limit
 //!   (`/dev/zero` as a scenario is an error, not an out-of-memory abort).
 //!
@@ -136,41 +135,13 @@ pub fn stage_dir(dest: &Path, expected: &[&str]) -> std::io::Result<PathBuf> {
     staging_dir(dest)
 }
 
-/// [`stage_dir`] for a command whose file names are known only once written (`dlsim
-/// report`, whose figures depend on the runs): `dest` must be missing or a folder, and
-/// [`commit_dir_over`] checks what it holds.
-pub fn stage_dir_open(dest: &Path) -> std::io::Result<PathBuf> {
-    check_folder_target(dest)?;
-    staging_dir(dest)
-}
-
 /// Refuses a `dest` that exists and is not a folder, whatever a folder holds: the check
-/// of a command that adds to a folder (a sweep resumed) or learns what it writes late.
+/// of a command that adds to a folder (a sweep resumed) or learns late what it writes.
 pub fn check_folder_target(dest: &Path) -> std::io::Result<()> {
     match check_dir_target(dest, &[]) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
         _ => Ok(()),
     }
-}
-
-/// Commits a folder of [`stage_dir_open`]: refuses a `dest` holding any name that
-/// `staged` does not (a folder of other files, not an earlier output of the same
-/// command), removing `staged`; else [`commit_dir`].
-pub fn commit_dir_over(staged: &Path, dest: &Path) -> std::io::Result<()> {
-    let names = std::fs::read_dir(staged)
-        .and_then(|d| {
-            d.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-                .collect::<std::io::Result<Vec<String>>>()
-        })
-        .and_then(|names| {
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            check_dir_target(dest, &names)
-        });
-    if let Err(e) = names {
-        let _ = std::fs::remove_dir_all(staged);
-        return Err(e);
-    }
-    commit_dir(staged, dest)
 }
 
 /// A fresh, empty temporary folder beside `dest`.
@@ -361,34 +332,6 @@ mod tests {
         assert!(e.to_string().contains("boom"));
         assert_eq!(std::fs::read(&f).unwrap(), b"img");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-    }
-
-    #[test]
-    fn an_open_folder_replaces_only_an_earlier_output_of_its_own() {
-        let dir = scratch("open");
-        let dest = dir.join("report");
-        let write = |names: &[&str]| {
-            let staged = stage_dir_open(&dest)?;
-            for n in names {
-                std::fs::write(staged.join(n), n.as_bytes())?;
-            }
-            commit_dir_over(&staged, &dest)
-        };
-        write(&["a.md", "b.png"]).unwrap();
-        write(&["a.md", "b.png", "c.svg"]).unwrap();
-        assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 3);
-        // A name the new output lacks means the folder is not only ours: refused, kept.
-        let e = write(&["a.md"]).unwrap_err();
-        assert!(e.to_string().contains("refusing to replace"), "{e}");
-        assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 3);
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no staging left"
-        );
-        let file = dir.join("file");
-        std::fs::write(&file, b"x").unwrap();
-        assert!(stage_dir_open(&file).is_err());
     }
 
     #[test]

@@ -12,6 +12,35 @@ use anyhow::{bail, Context};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// Every file `dlsim report` may write into its folder (the tables of `aggregate`, the
+/// figures of `figures::specs`, the documents). An earlier report is replaced whole; a
+/// folder holding anything else is refused, not replaced. Checked on every report.
+pub const REPORT_FILES: [&str; 23] = [
+    "report.md",
+    "report.html",
+    "summary.csv",
+    "summary.parquet",
+    "deltas.csv",
+    "deltas.parquet",
+    "failures.csv",
+    "failures.parquet",
+    "jct_cdf.png",
+    "jct_cdf.svg",
+    "jct_cdf.pdf",
+    "utilisation.png",
+    "utilisation.svg",
+    "utilisation.pdf",
+    "allocation.png",
+    "allocation.svg",
+    "allocation.pdf",
+    "throughput.png",
+    "throughput.svg",
+    "throughput.pdf",
+    "failures.png",
+    "failures.svg",
+    "failures.pdf",
+];
+
 /// What `report` wrote.
 pub struct Written {
     pub markdown: PathBuf,
@@ -37,7 +66,7 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
     };
     // Written into a staging folder beside `out` and renamed into place at the end, so a
     // failure halfway (a malformed run file) leaves no half report (`dlsim_fsio`).
-    let staged = dlsim_fsio::stage_dir_open(out)?;
+    let staged = dlsim_fsio::stage_dir(out, &REPORT_FILES)?;
     let written = write_report(&runs, &baseline, &staged);
     let written = match written {
         Ok(w) => w,
@@ -46,7 +75,15 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
             return Err(e);
         }
     };
-    dlsim_fsio::commit_dir_over(&staged, out)?;
+    for f in std::fs::read_dir(&staged)? {
+        let name = f?.file_name();
+        let name = name.to_string_lossy();
+        assert!(
+            REPORT_FILES.contains(&name.as_ref()),
+            "{name} is missing from REPORT_FILES"
+        );
+    }
+    dlsim_fsio::commit_dir(&staged, out)?;
     let moved = |p: &PathBuf| out.join(p.strip_prefix(&staged).unwrap_or(p));
     Ok(Written {
         markdown: moved(&written.markdown),

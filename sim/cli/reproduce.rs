@@ -132,7 +132,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn read_report(p: &Path) -> anyhow::Result<Report> {
-    let text = std::fs::read_to_string(p)
+    let text = dlsim_fsio::read_to_string_limited(p, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| BadInput(format!("{}: cannot read: {e}", p.display())))?;
     let de = &mut serde_json::Deserializer::from_str(&text);
     serde_path_to_error::deserialize(de).map_err(|e| {

@@ -59,18 +59,21 @@ pub fn load_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
 
 fn load_run(dir: &Path) -> anyhow::Result<Run> {
     let summary_path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&summary_path).with_context(|| {
-        format!(
-            "{}: not a run folder (no summary.json) nor a sweep folder (no sweep.json)",
-            dir.display()
-        )
-    })?;
+    let text = dlsim_fsio::read_to_string_limited(&summary_path, dlsim_fsio::MAX_INPUT_BYTES)
+        .with_context(|| {
+            format!(
+                "{}: not a run folder (no summary.json) nor a sweep folder (no sweep.json)",
+                dir.display()
+            )
+        })?;
     let summary: Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: malformed JSON", summary_path.display()))?;
     let observations = dir.join("observations.csv");
     let mut policy = summary["policy"].as_str().unwrap_or("?").to_string();
     // A sweep run with scenario overrides is its own configuration: `policy @ overrides`.
-    if let Ok(text) = std::fs::read_to_string(dir.join("point.json")) {
+    if let Ok(text) =
+        dlsim_fsio::read_to_string_limited(&dir.join("point.json"), dlsim_fsio::MAX_INPUT_BYTES)
+    {
         if let Ok(point) = serde_json::from_str::<crate::sweep::Point>(&text) {
             if !point.scenario_params.is_empty() {
                 policy = format!("{policy} @ {}", point.group());

@@ -33,7 +33,7 @@ pub fn is_done(out: &Path, point: &Point) -> bool {
     if !dir.join("summary.json").is_file() {
         return false;
     }
-    std::fs::read_to_string(dir.join("point.json"))
+    dlsim_fsio::read_to_string_limited(&dir.join("point.json"), dlsim_fsio::MAX_INPUT_BYTES)
         .ok()
         .and_then(|t| serde_json::from_str::<Point>(&t).ok())
         .is_some_and(|p| p == *point)
@@ -115,7 +115,7 @@ pub fn check_out(out: &Path, plan: &Plan) -> anyhow::Result<()> {
     }
     let path = out.join("sweep.json");
     if path.exists() {
-        let same = std::fs::read_to_string(&path)
+        let same = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
             .ok()
             .and_then(|t| serde_json::from_str::<Plan>(&t).ok())
             .is_some_and(|p| p == *plan);
@@ -143,7 +143,7 @@ pub fn write_plan(out: &Path, plan: &Plan) -> anyhow::Result<()> {
 
 pub fn read_plan(dir: &Path) -> anyhow::Result<Plan> {
     let path = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&path)
+    let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
         .with_context(|| format!("{}: not a sweep folder", dir.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: malformed plan", path.display()))
 }
@@ -169,7 +169,7 @@ pub fn collect(out: &Path, plan: &Plan) -> anyhow::Result<Vec<RunResult>> {
         .iter()
         .map(|p| {
             let path = run_dir(out, p).join("summary.json");
-            let text = std::fs::read_to_string(&path)
+            let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
                 .with_context(|| format!("reading {}", path.display()))?;
             Ok(RunResult {
                 point: p.clone(),
@@ -241,7 +241,7 @@ pub fn merge_plan(shards: &[PathBuf], out: &Path) -> anyhow::Result<MergePlan> {
             continue;
         };
         let summary = run_dir(src.as_deref().unwrap_or(out), p).join("summary.json");
-        let text = std::fs::read_to_string(&summary)
+        let text = dlsim_fsio::read_to_string_limited(&summary, dlsim_fsio::MAX_INPUT_BYTES)
             .with_context(|| format!("reading {}", summary.display()))?;
         serde_json::from_str::<serde_json::Value>(&text)
             .with_context(|| format!("parsing {}", summary.display()))?;

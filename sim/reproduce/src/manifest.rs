@@ -223,7 +223,7 @@ impl Paper {
     /// The manifest of `paper` under `root` (`scenarios/paper`).
     pub fn load(root: &Path, paper: &str) -> Result<Paper, InputError> {
         let path = root.join(paper).join("paper.json");
-        let text = std::fs::read_to_string(&path)
+        let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(&path, format!("cannot read paper manifest: {e}")))?;
         let mut file: PaperFile = dlsim_traces::error::parse_json_document(&path, &text, 0)?;
         let at = |field: String, msg: String| InputError::new(&path, msg).field_in(&text, field);
@@ -262,9 +262,12 @@ impl Paper {
             let text = match &e.source {
                 Source::Scenario(s) => {
                     let p = path.parent().unwrap_or(Path::new(".")).join(s);
-                    Some(std::fs::read_to_string(&p).map_err(|err| {
-                        at(f("scenario"), format!("cannot read {}: {err}", p.display()))
-                    })?)
+                    Some(
+                        dlsim_fsio::read_to_string_limited(&p, dlsim_fsio::MAX_INPUT_BYTES)
+                            .map_err(|err| {
+                                at(f("scenario"), format!("cannot read {}: {err}", p.display()))
+                            })?,
+                    )
                 }
                 Source::Picasso(setup) => {
                     if let Err((k, why)) = setup.check() {

@@ -440,8 +440,8 @@ pub fn fit_all(cal: &mut Calibration) -> anyhow::Result<()> {
 
 /// Reads and checks a calibration file written by [`run_cli`].
 pub fn read(path: &Path) -> anyhow::Result<Calibration> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     anyhow::ensure!(

@@ -12,7 +12,7 @@ secs=${1:-30}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(scenario trace importers policy_spec online_scenario)
+    targets=(scenario trace importers policy_spec online_scenario sweep baseline)
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo +nightly install cargo-fuzz --locked

@@ -4,9 +4,8 @@
 use crate::BadInput;
 use anyhow::Context;
 use clap::Args;
-use dlsim_model::metrics::{write_atomic, Summary};
+use dlsim_model::metrics::Summary;
 use dlsim_model::run::RUN_FILES;
-use dlsim_model::scenario::key_line;
 use dlsim_model::Scenario;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -131,13 +130,8 @@ fn build_policy(
             let text =
                 dlsim_fsio::read_to_string_limited(&args.scenario, dlsim_fsio::MAX_INPUT_BYTES)
                     .unwrap_or_default();
-            let line = key_line(&text, "policy")
-                .map(|l| format!(":{l}"))
-                .unwrap_or_default();
-            BadInput(format!(
-                "{}{line}: field `policy`: {e}",
-                args.scenario.display()
-            ))
+            let e = dlsim_traces::InputError::new(&args.scenario, e.to_string());
+            BadInput(e.field_in(&text, "policy").to_string())
         }
     })?;
     Ok(policy)
@@ -175,9 +169,8 @@ fn replay_one(
         "peak_rss_mb": peak_rss_mb(),
         "threads": 1,
     });
-    write_atomic(
-        &staged,
-        "run.json",
+    dlsim_fsio::write_atomic(
+        &staged.join("run.json"),
         (serde_json::to_string_pretty(&run_json)? + "\n").as_bytes(),
     )?;
     dlsim_fsio::commit_dir(&staged, &out_dir)

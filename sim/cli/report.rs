@@ -32,13 +32,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     }
+    // What fails here is the runs given or --out: the user's (exit 2). Nothing is written
+    // then, since the report is staged whole.
     let written = dlsim_report::render::report(&args.runs, args.baseline.as_deref(), &args.out)
-        .map_err(
-            |e| match e.downcast::<dlsim_report::aggregate::MixedScenarios>() {
-                Ok(mixed) => BadInput(mixed.0).into(),
-                Err(e) => e,
-            },
-        )?;
+        .map_err(|e| BadInput(format!("{e:#}")))?;
     if args.quiet {
         return Ok(ExitCode::SUCCESS);
     }

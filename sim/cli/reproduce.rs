@@ -77,6 +77,8 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         }
     }
     dlsim_reproduce::validate(&manifests, &opts).map_err(BadInput)?;
+    // A bad --out fails now, not after the runs (what it may hold is checked on writing).
+    dlsim_fsio::check_folder_target(&args.out).map_err(|e| BadInput(format!("--out: {e}")))?;
     let bar = ProgressBar::new(0);
     if args.quiet {
         bar.set_draw_target(ProgressDrawTarget::hidden());
@@ -130,7 +132,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn read_report(p: &Path) -> anyhow::Result<Report> {
-    let text = std::fs::read_to_string(p)
+    let text = dlsim_fsio::read_to_string_limited(p, dlsim_fsio::MAX_INPUT_BYTES)
         .map_err(|e| BadInput(format!("{}: cannot read: {e}", p.display())))?;
     let de = &mut serde_json::Deserializer::from_str(&text);
     serde_path_to_error::deserialize(de).map_err(|e| {
@@ -144,25 +146,34 @@ fn read_report(p: &Path) -> anyhow::Result<Report> {
     })
 }
 
-/// Writes the three files into a temporary sibling folder, then renames it into place.
+/// Writes the three files and the figures into a staging folder beside `out`, then
+/// renames it into place whole (`dlsim_fsio`); `out` may hold only what this writes.
 fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(p) = parent {
-        std::fs::create_dir_all(p)?;
+    let mut expected = vec![
+        "reproduce.json".to_string(),
+        "reproduce.md".into(),
+        "reproduce.html".into(),
+    ];
+    for f in &r.figures {
+        expected.extend(["png", "svg", "pdf"].map(|ext| format!("{}.{ext}", f.name)));
     }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "reproduce".into());
-    let tmp = parent
-        .unwrap_or(Path::new("."))
-        .join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)?;
+    let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+    let staged =
+        dlsim_fsio::stage_dir(out, &expected).map_err(|e| BadInput(format!("--out: {e}")))?;
+    if let Err(e) = fill(&staged, r) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e);
+    }
+    Ok(dlsim_fsio::commit_dir(&staged, out)?)
+}
+
+/// Writes the report's files into `dir`.
+fn fill(dir: &Path, r: &Report) -> anyhow::Result<()> {
+    use dlsim_fsio::write_atomic;
     let json = serde_json::to_string_pretty(r).expect("report serialises") + "\n";
-    std::fs::write(tmp.join("reproduce.json"), json)?;
-    std::fs::write(tmp.join("reproduce.md"), render::markdown(r))?;
-    std::fs::write(tmp.join("reproduce.html"), render::html(r))?;
+    write_atomic(&dir.join("reproduce.json"), json.as_bytes())?;
+    write_atomic(&dir.join("reproduce.md"), render::markdown(r).as_bytes())?;
+    write_atomic(&dir.join("reproduce.html"), render::html(r).as_bytes())?;
     for f in &r.figures {
         let chart = dlsim_plot::Chart {
             title: f.title.clone(),
@@ -179,12 +190,8 @@ fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
                 ..dlsim_plot::Series::default()
             })
             .collect();
-        dlsim_plot::line_chart(&tmp.join(&f.name), &chart, &series)
+        dlsim_plot::line_chart(&dir.join(&f.name), &chart, &series)
             .map_err(|e| anyhow::anyhow!("drawing {}: {e}", f.name))?;
     }
-    if out.exists() {
-        std::fs::remove_dir_all(out)?;
-    }
-    std::fs::rename(&tmp, out)?;
     Ok(())
 }

@@ -67,6 +67,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         print_plan(&sweep, &plan, shard, args.out.as_deref());
         return Ok(ExitCode::SUCCESS);
     };
+    exec::check_out(out, &plan).map_err(|e| BadInput(format!("{e:#}")))?;
     exec::write_plan(out, &plan)?;
     let mine = shard_points(&plan, shard);
     let todo: Vec<_> = mine
@@ -120,7 +121,8 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn merge(args: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let view = exec::merge(&args.shards, &args.out)?;
+    let plan = exec::merge_plan(&args.shards, &args.out).map_err(|e| BadInput(format!("{e:#}")))?;
+    let view = exec::merge(&plan, &args.out)?;
     if !args.quiet {
         print_view(&view, &args.out);
     }

@@ -250,6 +250,17 @@ fn inspect(a: &InspectArgs) -> anyhow::Result<ExitCode> {
         print!("{}", dlsim_importers::inspect::inspect(&trace));
     }
     if let Some(prefix) = &a.plot_out {
+        // Every figure file is checked before the first is drawn: a target that is not a
+        // regular file is the user's error, and none is written.
+        for (suffix, _) in dlsim_importers::inspect::figures(&trace) {
+            for ext in [".png", ".svg", ".pdf"] {
+                let mut p = prefix.as_os_str().to_os_string();
+                p.push(suffix);
+                p.push(ext);
+                dlsim_fsio::check_target(std::path::Path::new(&p))
+                    .map_err(|e| BadInput(format!("--plot-out: {e}")))?;
+            }
+        }
         create_parent(prefix)?;
         let written = dlsim_importers::inspect::plot(&trace, prefix)?;
         for p in written.iter().filter(|_| !a.quiet) {

@@ -13,6 +13,7 @@ mod folders;
 mod golden;
 mod importers;
 mod limits;
+mod locations;
 mod mutation;
 mod one_build;
 mod online;

@@ -2,7 +2,9 @@
 //! and importer rows, each mutated at random (numbers to extremes, `NaN`-like strings,
 //! deleted and duplicated keys, wrong types, truncation, trailing garbage), fed to the real
 //! `dlsim` binary under a time limit. Every run must end without a panic (exit 101), an
-//! abort or a signal, within 20 s; a run that exits 0 must write no NaN, null or infinite
+//! abort or a signal, within 20 s of CPU time (wall time would call a valid but heavy
+//! debug run a hang whenever the machine is shared; a run that waits without computing is
+//! stopped after 120 s of wall time); a run that exits 0 must write no NaN, null or infinite
 //! metric; an exit 2 must name the input file (or the command-line flag) it is about.
 //!
 //! `cargo test` runs a small campaign (`CI_CASES`, about half a minute in debug on 2 cores);
@@ -21,8 +23,10 @@ use std::time::{Duration, Instant};
 
 /// Cases `cargo test` runs.
 const CI_CASES: usize = 1_000;
-/// A run longer than this is a hang.
-const HANG: Duration = Duration::from_secs(20);
+/// A run using more CPU time than this (seconds) is a hang.
+const HANG_CPU_S: u64 = 20;
+/// A run lasting longer than this, computing or not, is a hang.
+const HANG_WALL: Duration = Duration::from_secs(120);
 /// Address-space cap of every run, KiB: an unbounded allocation aborts instead of
 /// swapping the machine.
 const MEMORY_KIB: u64 = 4 << 20;
@@ -261,7 +265,8 @@ enum Outcome {
     Hang,
 }
 
-/// Runs `dlsim args` under the memory cap and the hang limit.
+/// Runs `dlsim args` under the memory cap and the hang limits: the CPU one as a resource
+/// limit (the kernel stops the run with SIGXCPU or SIGKILL), the wall one here.
 fn run_limited(args: &[String]) -> Outcome {
     // `__sh SCRIPT` runs a shell script (with `$0` the binary) instead of one command.
     let (script, rest) = match args {
@@ -270,7 +275,9 @@ fn run_limited(args: &[String]) -> Outcome {
     };
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -v {MEMORY_KIB}; {script}"))
+        .arg(format!(
+            "ulimit -v {MEMORY_KIB}; ulimit -t {HANG_CPU_S}; {script}"
+        ))
         .arg(env!("CARGO_BIN_EXE_dlsim"))
         .args(rest)
         .current_dir(repo())
@@ -285,12 +292,18 @@ fn run_limited(args: &[String]) -> Outcome {
             let mut err = String::new();
             use std::io::Read;
             child.stderr.take().unwrap().read_to_string(&mut err).ok();
-            return match status.code() {
-                Some(c) => Outcome::Exit(c, err),
-                None => Outcome::Signal,
+            use std::os::unix::process::ExitStatusExt;
+            const SIGKILL: i32 = 9;
+            const SIGXCPU: i32 = 24;
+            return match (status.code(), status.signal()) {
+                // A script's shell reports its command's signal as 128 + the signal.
+                (Some(c), _) if c == 128 + SIGXCPU || c == 128 + SIGKILL => Outcome::Hang,
+                (Some(c), _) => Outcome::Exit(c, err),
+                (None, Some(SIGXCPU | SIGKILL)) => Outcome::Hang,
+                (None, _) => Outcome::Signal,
             };
         }
-        if start.elapsed() > HANG {
+        if start.elapsed() > HANG_WALL {
             child.kill().ok();
             child.wait().ok();
             return Outcome::Hang;

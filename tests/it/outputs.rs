@@ -150,3 +150,183 @@ fn trailing_content_after_a_json_document_names_file_and_line() {
         &["two.jsonl:2", "trailing content"],
     );
 }
+
+/// The names in `dir` (none when it is missing), sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn merge_report_and_sweep_failures_leave_nothing_behind() {
+    let dir = scratch("outputs-merge");
+    let file = crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
+    let shard = dir.join("shard-0");
+    let o = dlsim(&[
+        "sweep",
+        path_str(&file),
+        "--out",
+        path_str(&shard),
+        "--shard",
+        "0/2",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let merged = dir.join("merged");
+    // Missing shards: the runs of shard 1/2 are nowhere.
+    refused(
+        &["merge", path_str(&shard), "--out", path_str(&merged)],
+        &["not finished in any of the shards"],
+    );
+    assert!(!merged.exists());
+    // Mixed shards: a shard of another sweep (another seed list).
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let plan = std::fs::read_to_string(shard.join("sweep.json")).unwrap();
+    let seed = plan.split("\"seed\": ").nth(1).unwrap();
+    let seed: String = seed.chars().take_while(char::is_ascii_digit).collect();
+    let changed = plan.replacen(&format!("\"seed\": {seed}"), "\"seed\": 424242", 1);
+    assert_ne!(plan, changed);
+    std::fs::write(other.join("sweep.json"), changed).unwrap();
+    let before = names_in(&dir);
+    refused(
+        &[
+            "merge",
+            path_str(&shard),
+            path_str(&other),
+            "--out",
+            path_str(&merged),
+        ],
+        &["hold different sweeps"],
+    );
+    // An --out that is not a folder.
+    refused(
+        &["merge", path_str(&shard), "--out", "/dev/null"],
+        &["/dev/null"],
+    );
+    assert_eq!(names_in(&dir), before, "merge wrote nothing");
+
+    // A report over a run whose jobs.csv lacks its columns fails whole, with exit 2.
+    let runs = shard.join("runs");
+    let run = runs.join(&names_in(&runs)[0]);
+    let broken = dir.join("broken-run");
+    std::fs::create_dir_all(&broken).unwrap();
+    for name in names_in(&run) {
+        std::fs::copy(run.join(&name), broken.join(&name)).unwrap();
+    }
+    std::fs::write(broken.join("jobs.csv"), "a,b\n1,2\n").unwrap();
+    let before = names_in(&dir);
+    let report = dir.join("report");
+    refused(
+        &[
+            "report",
+            path_str(&broken),
+            "--out",
+            path_str(&report),
+            "--quiet",
+        ],
+        &[],
+    );
+    refused(
+        &["report", path_str(&run), "--out", "/dev/null", "--quiet"],
+        &["/dev/null"],
+    );
+    assert_eq!(
+        names_in(&dir),
+        before,
+        "report wrote nothing, left no staging folder"
+    );
+    // A report folder holding a file a report does not write is refused, kept.
+    std::fs::create_dir_all(&report).unwrap();
+    std::fs::write(report.join("notes.txt"), "keep me").unwrap();
+    refused(
+        &[
+            "report",
+            path_str(&run),
+            "--out",
+            path_str(&report),
+            "--quiet",
+        ],
+        &["notes.txt", "refusing to replace the folder"],
+    );
+    assert_eq!(names_in(&report), ["notes.txt"]);
+    // An earlier report is replaced whole.
+    let again = dir.join("again");
+    for _ in 0..2 {
+        let args = [
+            "report",
+            path_str(&run),
+            "--out",
+            path_str(&again),
+            "--quiet",
+        ];
+        let o = dlsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(again.join("report.html").is_file());
+    assert!(
+        names_in(&dir).iter().all(|n| !n.starts_with('.')),
+        "no staging left"
+    );
+
+    // A sweep whose scenario_params name what the sweep sets itself is refused up front.
+    for key in ["seed", "policy"] {
+        let text = std::fs::read_to_string(&file).unwrap().replace(
+            "\"faults.pod_failure_per_day\"",
+            &format!("\"{key}\": [1], \"faults.pod_failure_per_day\""),
+        );
+        let bad = dir.join(format!("sweep-{key}.json"));
+        std::fs::write(&bad, text).unwrap();
+        let out = dir.join(format!("out-{key}"));
+        refused(
+            &["sweep", path_str(&bad), "--out", path_str(&out)],
+            &[&format!("scenario_params.{key}"), "per run"],
+        );
+        assert!(!out.exists());
+    }
+    refused(
+        &["sweep", path_str(&file), "--out", "/dev/null"],
+        &["--out", "/dev/null"],
+    );
+}
+
+#[test]
+fn reproduce_calibrate_and_inspect_refuse_targets_that_are_not_theirs() {
+    let dir = scratch("outputs-reproduce");
+    let file = dir.join("file");
+    std::fs::write(&file, "keep").unwrap();
+    refused(
+        &["reproduce", "--quick", "--quiet", "--out", path_str(&file)],
+        &["--out", "not a folder"],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    // A calibration (minutes) checks its --out before it starts.
+    refused(
+        &["calibrate", "--quick", "--quiet", "--out", path_str(&dir)],
+        &["--out", "a folder"],
+    );
+    // trace inspect --plot-out: one of its figure files is a folder.
+    std::fs::create_dir_all(dir.join("fig-sizes.svg")).unwrap();
+    refused(
+        &[
+            "trace",
+            "inspect",
+            "traces/antgroup-sample.jsonl",
+            "--quiet",
+            "--plot-out",
+            path_str(&dir.join("fig")),
+        ],
+        &["--plot-out", "fig-sizes.svg", "a folder"],
+    );
+    assert_eq!(
+        names_in(&dir),
+        ["fig-sizes.svg", "file"],
+        "no figure written"
+    );
+}

@@ -1,7 +1,8 @@
 //! dlsim's file system rules in one place, shared by every crate that reads inputs or
 //! writes outputs:
 //!
-//! * **Atomic writes.** [`write_atomic`] and [`write_atomic_with`] write a sibling
+//! * **Atomic writes.** [`write_atomic`], [`write_atomic_with`] and [`write_atomic_via`]
+//!   (for a writer that opens its own file) write a sibling
 //!   temporary file and rename it over the target, so a reader never sees half a file; on
 //!   any error the temporary file is removed.
 //! * **Only over regular files.** A target that exists and is not a regular file (a
@@ -93,19 +94,32 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    write_atomic_via(path, |tmp| {
+        let mut out = BufWriter::new(File::create(tmp)?);
+        write(&mut out)?;
+        out.flush()
+    })
+}
+
+/// Writes `path` atomically through a writer that opens its file itself (plotters' PNG
+/// encoder): `write` fills the temporary sibling it is given, which keeps `path`'s
+/// extension, since such writers pick the format by it. Same rules as [`write_atomic`].
+pub fn write_atomic_via(
+    path: &Path,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     check_target(path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| err(e.kind(), format!("creating {}: {e}", dir.display())))?;
     }
-    let tmp = temp_sibling(path, "tmp")?;
-    let result = File::create(&tmp)
-        .and_then(|f| {
-            let mut out = BufWriter::new(f);
-            write(&mut out)?;
-            out.flush()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
+    let mut tmp = temp_sibling(path, "tmp")?.into_os_string();
+    if let Some(ext) = path.extension() {
+        tmp.push(".");
+        tmp.push(ext);
+    }
+    let tmp = PathBuf::from(tmp);
+    let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(err(e.kind(), format!("writing {}: {e}", path.display())));
@@ -118,6 +132,20 @@ pub fn write_atomic_with(
 /// holding files other than `expected` (it would be replaced whole).
 pub fn stage_dir(dest: &Path, expected: &[&str]) -> std::io::Result<PathBuf> {
     check_dir_target(dest, expected)?;
+    staging_dir(dest)
+}
+
+/// Refuses a `dest` that exists and is not a folder, whatever a folder holds: the check
+/// of a command that adds to a folder (a sweep resumed) or learns late what it writes.
+pub fn check_folder_target(dest: &Path) -> std::io::Result<()> {
+    match check_dir_target(dest, &[]) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A fresh, empty temporary folder beside `dest`.
+fn staging_dir(dest: &Path) -> std::io::Result<PathBuf> {
     let tmp = temp_sibling(dest, "staging")?;
     if let Some(dir) = tmp.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -284,6 +312,26 @@ mod tests {
         assert!(e.to_string().contains("boom"));
         assert_eq!(std::fs::read(&f).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_writer_with_its_own_file_keeps_the_extension_and_leaves_nothing_on_failure() {
+        let dir = scratch("via");
+        let f = dir.join("fig.png");
+        write_atomic_via(&f, |tmp| {
+            assert_eq!(tmp.extension().unwrap(), "png");
+            std::fs::write(tmp, b"img")
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"img");
+        let e = write_atomic_via(&f, |tmp| {
+            std::fs::write(tmp, b"half")?;
+            Err(std::io::Error::other("boom"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("boom"));
+        assert_eq!(std::fs::read(&f).unwrap(), b"img");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     }
 
     #[test]

@@ -156,13 +156,9 @@ pub fn describe(nodes: &[NodeRow], source: &str) -> String {
     )
 }
 
-/// Writes the node-list CSV atomically (temporary name, then rename).
+/// Writes the node-list CSV atomically (`dlsim_fsio`).
 pub fn write_node_list(path: &Path, nodes: &[NodeRow]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    dlsim_fsio::write_atomic_with(path, |out| {
         writeln!(out, "name,cores,mem_gb,gpus,gpu_model")?;
         for n in nodes {
             writeln!(
@@ -171,7 +167,6 @@ pub fn write_node_list(path: &Path, nodes: &[NodeRow]) -> std::io::Result<()> {
                 n.name, n.cores, n.mem_gb, n.gpus, n.gpu_model
             )?;
         }
-        out.flush()?;
-    }
-    std::fs::rename(&tmp, path)
+        Ok(())
+    })
 }

@@ -10,7 +10,6 @@ use crate::Resources;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// One row of `timeline.csv`: cluster state at a sampling instant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -369,11 +368,6 @@ pub fn timeline_csv(rows: &[TimelineRow]) -> String {
         .expect("writing to a String cannot fail");
     }
     out
-}
-
-/// Writes `contents` to `dir/name` atomically, only over a regular file (`dlsim_fsio`).
-pub fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()> {
-    dlsim_fsio::write_atomic(&dir.join(name), contents)
 }
 
 #[cfg(test)]

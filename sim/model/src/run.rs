@@ -103,12 +103,13 @@ pub const RUN_FILES: [&str; 5] = [
 impl RunOutput {
     /// Writes the three reproducible files into `dir` (created if needed), atomically each.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        use dlsim_fsio::write_atomic;
         std::fs::create_dir_all(dir)?;
-        metrics::write_atomic(dir, "summary.json", self.summary_json.as_bytes())?;
-        metrics::write_atomic(dir, "jobs.csv", self.jobs_csv.as_bytes())?;
+        write_atomic(&dir.join("summary.json"), self.summary_json.as_bytes())?;
+        write_atomic(&dir.join("jobs.csv"), self.jobs_csv.as_bytes())?;
         if let Some(obs) = &self.observations_csv {
-            metrics::write_atomic(dir, "observations.csv", obs.as_bytes())?;
+            write_atomic(&dir.join("observations.csv"), obs.as_bytes())?;
         }
-        metrics::write_atomic(dir, "timeline.csv", self.timeline_csv.as_bytes())
+        write_atomic(&dir.join("timeline.csv"), self.timeline_csv.as_bytes())
     }
 }

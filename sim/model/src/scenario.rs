@@ -281,14 +281,7 @@ impl Scenario {
     fn parse(path: &Path, text: &str, stream: bool) -> Result<Scenario, InputError> {
         let file: ScenarioFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let locate = |key: &str| key_line(text, key);
-        let at = |key: &str, msg: String| {
-            let e = InputError::new(path, msg).field(key);
-            match locate(key.rsplit('.').next().unwrap_or(key)) {
-                Some(l) => e.at_line(l),
-                None => e,
-            }
-        };
+        let at = |key: &str, msg: String| InputError::new(path, msg).field_in(text, key);
         if file.timeline_interval_s == 0 {
             return Err(at("timeline_interval_s", "must be > 0".into()));
         }
@@ -380,7 +373,7 @@ impl Scenario {
             }
             (None, Some(g)) => {
                 let jobs = generate(g, file.seed);
-                let lines = vec![locate("generate").unwrap_or(0); jobs.len()];
+                let lines = vec![generate_line(text); jobs.len()];
                 (jobs, path.to_path_buf(), lines)
             }
         };
@@ -408,10 +401,8 @@ impl Scenario {
         self.file.seed = seed;
         if let Some(g) = &self.file.generate {
             let jobs = generate(g, seed);
-            let line = std::fs::read_to_string(&self.path)
-                .ok()
-                .and_then(|text| key_line(&text, "generate"))
-                .unwrap_or(0);
+            let line = dlsim_fsio::read_to_string_limited(&self.path, dlsim_fsio::MAX_INPUT_BYTES)
+                .map_or(0, |text| generate_line(&text));
             let cap = crate::settings::time_cap_s(self.file.timeline_interval_s);
             check_jobs_fit(&self.nodes, &jobs, &self.path, &vec![line; jobs.len()], cap)?;
             self.jobs = std::sync::Arc::new(jobs);
@@ -441,12 +432,9 @@ fn read_calibration(path: &Path) -> Result<String, InputError> {
         .map_err(|e| InputError::new(path, format!("cannot read calibration: {e}")))
 }
 
-/// The 1-based line of the first `"key"` in a JSON text, for errors on valid-but-wrong values.
-pub fn key_line(text: &str, key: &str) -> Option<usize> {
-    let needle = format!("\"{key}\"");
-    text.lines()
-        .position(|l| l.contains(&needle))
-        .map(|i| i + 1)
+/// The line of a scenario's `generate` section, which a generated job's errors name.
+fn generate_line(text: &str) -> usize {
+    dlsim_traces::locate::locate(text, "generate").map_or(0, |p| p.line)
 }
 
 fn load_nodes(
@@ -458,26 +446,17 @@ fn load_nodes(
     use dlsim_traces::limits::{in_range, MAX_CORES, MAX_GPUS, MAX_NODES, MAX_NODE_MEM_GB};
     let total: u64 = spec.groups.iter().map(|g| u64::from(g.count)).sum();
     if total > MAX_NODES {
-        let e = InputError::new(
+        return Err(InputError::new(
             path,
-            format!("{total} nodes in all, over the limit of {MAX_NODES}"),
+            format!("{total} nodes in all (the sum of `count`), over the limit of {MAX_NODES}"),
         )
-        .field("cluster.groups.count");
-        return Err(match key_line(text, "count") {
-            Some(l) => e.at_line(l),
-            None => e,
-        });
+        .field_in(text, "cluster.groups"));
     }
     let mut nodes = Vec::new();
     for (gi, g) in spec.groups.iter().enumerate() {
         let field = |f: &str| format!("cluster.groups[{gi}].{f}");
-        let err = |f: &str, msg: &str| {
-            let e = InputError::new(path, msg.to_string()).field(field(f));
-            match key_line(text, f) {
-                Some(l) => e.at_line(l),
-                None => e,
-            }
-        };
+        let err =
+            |f: &str, msg: &str| InputError::new(path, msg.to_string()).field_in(text, field(f));
         if !(g.cores.is_finite() && g.cores > 0.0) {
             return Err(err("cores", "must be a positive number of cores"));
         }
@@ -511,11 +490,7 @@ fn load_nodes(
     }
     if let Some(list) = &spec.node_list {
         if let Some(why) = missing_file(&base.join(list)) {
-            let e = InputError::new(path, why).field("cluster.node_list");
-            return Err(match key_line(text, "node_list") {
-                Some(l) => e.at_line(l),
-                None => e,
-            });
+            return Err(InputError::new(path, why).field_in(text, "cluster.node_list"));
         }
         let listed = read_node_list(&base.join(list))?;
         if nodes.len() + listed.len() > MAX_NODES as usize {
@@ -526,20 +501,16 @@ fn load_nodes(
                     nodes.len() + listed.len()
                 ),
             )
-            .field("cluster.node_list"));
+            .field_in(text, "cluster.node_list"));
         }
         nodes.extend(listed);
     }
     if nodes.is_empty() {
-        let e = InputError::new(
+        return Err(InputError::new(
             path,
             "the cluster has no nodes: give `groups` or `node_list`",
         )
-        .field("cluster");
-        return Err(match key_line(text, "cluster") {
-            Some(l) => e.at_line(l),
-            None => e,
-        });
+        .field_in(text, "cluster"));
     }
     Ok(nodes)
 }

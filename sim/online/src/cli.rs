@@ -8,8 +8,6 @@ use crate::policy;
 use crate::run::{run_with_progress, traffic_for};
 use crate::scenario::{is_online_text, load};
 use dlsim_engine::RngStreams;
-use dlsim_model::metrics::write_atomic;
-use dlsim_model::scenario::key_line;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -64,10 +62,9 @@ pub fn replay(
             None => {
                 let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
                     .unwrap_or_default();
-                let line = key_line(&text, "policy")
-                    .map(|l| format!(":{l}"))
-                    .unwrap_or_default();
-                CliError::Input(format!("{}{line}: field `policy`: {e}", path.display()))
+                let e = dlsim_traces::InputError::new(path, e.to_string());
+                let e = e.field_in(&text, "policy");
+                CliError::Input(e.to_string())
             }
         })?;
         policies.push(p);
@@ -119,7 +116,7 @@ pub fn replay(
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::create_dir_all(dir)
-        .and_then(|()| write_atomic(dir, name, bytes))
+        .and_then(|()| dlsim_fsio::write_atomic(&dir.join(name), bytes))
         .map_err(|e| CliError::Io(format!("writing {}: {e}", dir.join(name).display())))
 }
 

@@ -72,13 +72,7 @@ pub fn import_cli(
         return Err(InputError::new(input, "no usable row"));
     }
     let text = render(&series);
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| InputError::new(out, format!("cannot create folder: {e}")))?;
-    }
-    let tmp = out.with_extension("tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, out))
+    dlsim_fsio::write_atomic(out, text.as_bytes())
         .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
     let (lo, hi) = min_max(&series.rate);
     Ok(format!(

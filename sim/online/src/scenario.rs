@@ -2,7 +2,6 @@
 //! traffic, rescale costs and observation noise. Loading validates everything and returns an
 //! [`InputError`] naming the file, line and field, so a bad file fails before anything runs.
 
-use dlsim_model::scenario::key_line;
 use dlsim_traces::InputError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -297,14 +296,7 @@ pub fn from_text(path: &Path, text: &str) -> Result<OnlineScenario, InputError> 
 }
 
 fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
-    let err = |field: &str, msg: &str| {
-        let key = field.rsplit('.').next().unwrap_or(field);
-        let e = InputError::new(path, msg.to_string()).field(field.to_string());
-        match key_line(text, key) {
-            Some(l) => e.at_line(l),
-            None => e,
-        }
-    };
+    let err = |field: &str, msg: &str| InputError::new(path, msg.to_string()).field_in(text, field);
     let pos = |x: f64| x.is_finite() && x > 0.0;
     let nonneg = |x: f64| x.is_finite() && x >= 0.0;
     if f.kind != "online" {

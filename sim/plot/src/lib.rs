@@ -150,20 +150,24 @@ impl Figure {
     pub fn write(&self, prefix: &Path) -> Result<[PathBuf; 3], PlotError> {
         register_embedded_font()?;
         let png = with_suffix(prefix, ".png");
-        let png_tmp = with_suffix(prefix, ".tmp.png");
-        {
+        // plotters opens the PNG itself; a drawing error is kept apart from I/O ones.
+        let mut drawn = Ok(());
+        dlsim_fsio::write_atomic_via(&png, |tmp| {
             let size = (SIZE.0 * PNG_SCALE, SIZE.1 * PNG_SCALE);
-            let root = BitMapBackend::new(&png_tmp, size).into_drawing_area();
-            draw::draw(root, self, PNG_SCALE as f64, true)
-                .map_err(|e| PlotError::Draw(png.clone(), e))?;
-        }
-        std::fs::rename(&png_tmp, &png).map_err(|e| PlotError::Io(png.clone(), e))?;
+            let root = BitMapBackend::new(tmp, size).into_drawing_area();
+            drawn = draw::draw(root, self, PNG_SCALE as f64, true).map(|_| ());
+            drawn.clone().map_err(std::io::Error::other)
+        })
+        .map_err(|e| match drawn {
+            Err(d) => PlotError::Draw(png.clone(), d),
+            Ok(()) => PlotError::Io(png.clone(), e),
+        })?;
         let svg = with_suffix(prefix, ".svg");
         let (text, _) = self.svg().map_err(|e| match e {
             PlotError::Draw(_, e) => PlotError::Draw(svg.clone(), e),
             e => e,
         })?;
-        write_atomic(&svg, text.as_bytes())?;
+        write_file(&svg, text.as_bytes())?;
         let pdf = with_suffix(prefix, ".pdf");
         // Drawn at the PNG's scale and shrunk to points, for sub-point precision.
         let mut bytes = Vec::new();
@@ -176,7 +180,7 @@ impl Figure {
             draw::draw(backend.into_drawing_area(), self, PNG_SCALE as f64, true)
                 .map_err(|e| PlotError::Draw(pdf.clone(), e))?;
         }
-        write_atomic(&pdf, &bytes)?;
+        write_file(&pdf, &bytes)?;
         Ok([png, svg, pdf])
     }
 
@@ -277,10 +281,9 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    let tmp = with_suffix(path, ".tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| PlotError::Io(path.to_path_buf(), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| PlotError::Io(path.to_path_buf(), e))
+/// `dlsim_fsio::write_atomic`, its error as a [`PlotError`].
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+    dlsim_fsio::write_atomic(path, bytes).map_err(|e| PlotError::Io(path.to_path_buf(), e))
 }
 
 #[cfg(test)]

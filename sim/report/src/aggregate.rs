@@ -58,21 +58,10 @@ pub fn load_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     Ok(runs)
 }
 
-/// Runs of different scenarios replayed other workloads on other clusters: pooling their
-/// jobs under one policy, or pairing their seeds for deltas, would mix them silently.
-#[derive(Debug)]
-pub struct MixedScenarios(pub String);
-
-impl std::fmt::Display for MixedScenarios {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for MixedScenarios {}
-
-/// Fails with [`MixedScenarios`], naming each scenario's first folder, when the runs come
-/// from more than one scenario (by the `scenario` of their `summary.json`).
+/// Fails, naming each scenario's first folder, when the runs come from more than one
+/// scenario (by the `scenario` of their `summary.json`): runs of other scenarios replayed
+/// other workloads on other clusters, so pooling their jobs under one policy, or pairing
+/// their seeds for deltas, would mix them silently.
 fn one_scenario(runs: &[Run]) -> anyhow::Result<()> {
     let mut seen: Vec<(&str, &Path, usize)> = Vec::new();
     for r in runs {
@@ -87,30 +76,32 @@ fn one_scenario(runs: &[Run]) -> anyhow::Result<()> {
             .iter()
             .map(|(n, dir, count)| format!("`{n}` ({count} run(s), e.g. {})", dir.display()))
             .collect();
-        return Err(MixedScenarios(format!(
+        bail!(
             "the runs come from {} scenarios: {}; a report compares policies on one scenario, so report each scenario's runs separately",
             seen.len(),
             listed.join(", ")
-        ))
-        .into());
+        );
     }
     Ok(())
 }
 
 fn load_run(dir: &Path) -> anyhow::Result<Run> {
     let summary_path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&summary_path).with_context(|| {
-        format!(
-            "{}: not a run folder (no summary.json) nor a sweep folder (no sweep.json)",
-            dir.display()
-        )
-    })?;
+    let text = dlsim_fsio::read_to_string_limited(&summary_path, dlsim_fsio::MAX_INPUT_BYTES)
+        .with_context(|| {
+            format!(
+                "{}: not a run folder (no summary.json) nor a sweep folder (no sweep.json)",
+                dir.display()
+            )
+        })?;
     let summary: Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: malformed JSON", summary_path.display()))?;
     let observations = dir.join("observations.csv");
     let mut policy = summary["policy"].as_str().unwrap_or("?").to_string();
     // A sweep run with scenario overrides is its own configuration: `policy @ overrides`.
-    if let Ok(text) = std::fs::read_to_string(dir.join("point.json")) {
+    if let Ok(text) =
+        dlsim_fsio::read_to_string_limited(&dir.join("point.json"), dlsim_fsio::MAX_INPUT_BYTES)
+    {
         if let Ok(point) = serde_json::from_str::<crate::sweep::Point>(&text) {
             if !point.scenario_params.is_empty() {
                 policy = format!("{policy} @ {}", point.group());

@@ -9,7 +9,8 @@
 //! OUT/ablation.{csv,parquet,md}  each mechanism's contribution, mean and 95% CI
 //! ```
 //!
-//! A run is written into `runs/.<id>.tmp-<pid>/` and renamed into place when complete, so
+//! A run is written into a staging folder beside `runs/<id>/` (`dlsim_fsio::stage_dir`)
+//! and renamed into place when complete, so
 //! `runs/<id>/` exists only for finished runs: that is what makes a sweep resumable and a
 //! killed shard harmless. Only reproducible files are written (no wall-clock `run.json`),
 //! so two sweeps of one plan are byte-identical whatever their threads or shards.
@@ -32,7 +33,7 @@ pub fn is_done(out: &Path, point: &Point) -> bool {
     if !dir.join("summary.json").is_file() {
         return false;
     }
-    std::fs::read_to_string(dir.join("point.json"))
+    dlsim_fsio::read_to_string_limited(&dir.join("point.json"), dlsim_fsio::MAX_INPUT_BYTES)
         .ok()
         .and_then(|t| serde_json::from_str::<Point>(&t).ok())
         .is_some_and(|p| p == *point)
@@ -75,45 +76,74 @@ pub fn run_point(sweep: &Sweep, point: &Point, out: &Path) -> anyhow::Result<()>
     let policy = dlsim_policies::build(&point.policy)
         .map_err(|e| anyhow::anyhow!("run {}: {e}", point.id))?;
     let output = dlsim_model::run(&scenario, policy);
-    let runs = out.join("runs");
-    let tmp = runs.join(format!(".{}.tmp-{}", point.id, std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    output
-        .write(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    let point_json = serde_json::to_string_pretty(point)? + "\n";
-    write_text(&tmp.join("point.json"), &point_json)?;
-    install(&tmp, &run_dir(out, point))
+    install(&run_dir(out, point), |dir| {
+        output
+            .write(dir)
+            .with_context(|| format!("writing {}", dir.display()))?;
+        let point_json = serde_json::to_string_pretty(point)? + "\n";
+        write_text(&dir.join("point.json"), &point_json)
+    })
 }
 
-/// Renames a complete temporary run folder into place, replacing a stale one.
-fn install(tmp: &Path, dest: &Path) -> anyhow::Result<()> {
-    if dest.exists() {
-        std::fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+/// The files a finished run folder may hold: a replay's and `point.json`.
+const RUN_DIR_FILES: [&str; 6] = [
+    "summary.json",
+    "jobs.csv",
+    "timeline.csv",
+    "observations.csv",
+    "run.json",
+    "point.json",
+];
+
+/// Fills a staging folder beside `dest` with `fill` and renames it into place whole
+/// (`dlsim_fsio`), replacing a stale run; on failure nothing is left.
+fn install(dest: &Path, fill: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let staged = dlsim_fsio::stage_dir(dest, &RUN_DIR_FILES)?;
+    if let Err(e) = fill(&staged) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e);
     }
-    std::fs::rename(tmp, dest).with_context(|| format!("renaming to {}", dest.display()))
+    Ok(dlsim_fsio::commit_dir(&staged, dest)?)
 }
 
-/// Writes `OUT/sweep.json`, or checks that the one there is the same plan.
+/// Checks, writing nothing, that `out` can take the sweep of `plan`: it is missing, or a
+/// folder whose `sweep.json`, if any, is this plan (a sweep being resumed). A failure is
+/// the user's (`--out`).
+pub fn check_out(out: &Path, plan: &Plan) -> anyhow::Result<()> {
+    if let Err(e) = dlsim_fsio::check_folder_target(out) {
+        bail!("--out: {e}");
+    }
+    let path = out.join("sweep.json");
+    if path.exists() {
+        let same = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Plan>(&t).ok())
+            .is_some_and(|p| p == *plan);
+        if !same {
+            bail!(
+                "{} holds a different sweep; choose another --out or delete it",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes `OUT/sweep.json` (unless there already, see [`check_out`]) and `OUT/runs/`.
 pub fn write_plan(out: &Path, plan: &Plan) -> anyhow::Result<()> {
+    check_out(out, plan)?;
     std::fs::create_dir_all(out.join("runs"))
         .with_context(|| format!("creating {}", out.display()))?;
     let path = out.join("sweep.json");
-    if let Ok(old) = std::fs::read_to_string(&path) {
-        match serde_json::from_str::<Plan>(&old) {
-            Ok(p) if p == *plan => return Ok(()),
-            _ => bail!(
-                "{} holds a different sweep; choose another --out or delete it",
-                path.display()
-            ),
-        }
+    if path.exists() {
+        return Ok(());
     }
     write_text(&path, &plan.to_json())
 }
 
 pub fn read_plan(dir: &Path) -> anyhow::Result<Plan> {
     let path = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&path)
+    let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
         .with_context(|| format!("{}: not a sweep folder", dir.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: malformed plan", path.display()))
 }
@@ -139,7 +169,7 @@ pub fn collect(out: &Path, plan: &Plan) -> anyhow::Result<Vec<RunResult>> {
         .iter()
         .map(|p| {
             let path = run_dir(out, p).join("summary.json");
-            let text = std::fs::read_to_string(&path)
+            let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
                 .with_context(|| format!("reading {}", path.display()))?;
             Ok(RunResult {
                 point: p.clone(),
@@ -173,8 +203,18 @@ pub fn finish(out: &Path, plan: &Plan) -> anyhow::Result<Table> {
     Ok(view)
 }
 
-/// Combines shard folders of one sweep into `out` and writes its tables.
-pub fn merge(shards: &[PathBuf], out: &Path) -> anyhow::Result<Table> {
+/// What `dlsim merge` will do, checked before anything is written: the shards' common
+/// plan and, per run, the shard folder holding it finished (`None`: already in `out`).
+pub struct MergePlan {
+    pub plan: Plan,
+    pub sources: Vec<(Point, Option<PathBuf>)>,
+}
+
+/// Checks shard folders of one sweep before merging them into `out`: all hold the same
+/// plan (as does `out`, if it is a sweep folder already), and every run is finished in
+/// one of them or in `out`, with a readable `summary.json`. Every failure here is the
+/// user's; nothing is written.
+pub fn merge_plan(shards: &[PathBuf], out: &Path) -> anyhow::Result<MergePlan> {
     let Some(first) = shards.first() else {
         bail!("no shard folders given");
     };
@@ -188,28 +228,53 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> anyhow::Result<Table> {
             );
         }
     }
-    write_plan(out, &plan)?;
+    check_out(out, &plan)?;
+    let mut sources = Vec::new();
+    let mut missing = Vec::new();
     for p in &plan.points {
-        if is_done(out, p) {
+        let src = if is_done(out, p) {
+            None
+        } else if let Some(s) = shards.iter().find(|s| is_done(s, p)) {
+            Some(s.clone())
+        } else {
+            missing.push(p.id.as_str());
             continue;
-        }
-        let Some(src) = shards.iter().find(|s| is_done(s, p)) else {
-            continue; // `collect` below names every missing run.
         };
-        let tmp = out
-            .join("runs")
-            .join(format!(".{}.tmp-{}", p.id, std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
-        let from = run_dir(src, p);
-        for entry in std::fs::read_dir(&from)? {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::copy(entry.path(), tmp.join(entry.file_name()))
-                    .with_context(|| format!("copying {}", entry.path().display()))?;
-            }
-        }
-        install(&tmp, &run_dir(out, p))?;
+        let summary = run_dir(src.as_deref().unwrap_or(out), p).join("summary.json");
+        let text = dlsim_fsio::read_to_string_limited(&summary, dlsim_fsio::MAX_INPUT_BYTES)
+            .with_context(|| format!("reading {}", summary.display()))?;
+        serde_json::from_str::<serde_json::Value>(&text)
+            .with_context(|| format!("parsing {}", summary.display()))?;
+        sources.push((p.clone(), src));
     }
-    finish(out, &plan)
+    if !missing.is_empty() {
+        bail!(
+            "{} of {} runs are not finished in any of the shards (e.g. {}); run the remaining shards first",
+            missing.len(),
+            plan.points.len(),
+            missing[..missing.len().min(3)].join(", ")
+        );
+    }
+    Ok(MergePlan { plan, sources })
+}
+
+/// Combines the shard folders of a checked [`merge_plan`] into `out`, each run folder
+/// copied whole through a staging folder, and writes the sweep's tables.
+pub fn merge(m: &MergePlan, out: &Path) -> anyhow::Result<Table> {
+    write_plan(out, &m.plan)?;
+    for (p, src) in &m.sources {
+        let Some(src) = src else { continue };
+        let from = run_dir(src, p);
+        install(&run_dir(out, p), |dir| {
+            for entry in std::fs::read_dir(&from)? {
+                let entry = entry?;
+                if entry.file_type()?.is_file() {
+                    std::fs::copy(entry.path(), dir.join(entry.file_name()))
+                        .with_context(|| format!("copying {}", entry.path().display()))?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    finish(out, &m.plan)
 }

@@ -1,10 +1,12 @@
 //! Sweeps, reports and regression checks over dlsim runs.
 //!
-//! - [`sweep`]: sweep files and their grid of points (pure: same file, same points and seeds).
+//! - [`sweep`]: sweep files and their grid of points (pure: same file, same points and
+//!   seeds); re-exported from `dlsim-study`, which holds the input files without polars.
 //! - [`exec`]: running, resuming, merging and summarising a sweep folder.
 //! - [`jobs`]: `jobs.parquet`, every job of every run of a sweep in one table.
 //! - [`results`]: the per-run results table and the seed-paired ablation statistics.
-//! - [`check`]: baseline files of golden metrics, tolerances, and the regression diff.
+//! - [`check`]: the regression diff against a baseline file of golden metrics and
+//!   tolerances (the file itself: `dlsim_study::baseline`).
 //! - [`aggregate`], [`figures`], [`render`]: `dlsim report`, from run folders to tables,
 //!   figures, `report.md` and a self-contained `report.html`.
 //! - [`table`]: a typed table rendered as Markdown, HTML, CSV and Parquet (polars).
@@ -19,5 +21,6 @@ pub mod figures;
 pub mod jobs;
 pub mod render;
 pub mod results;
-pub mod sweep;
 pub mod table;
+
+pub use dlsim_study::sweep;

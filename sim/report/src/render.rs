@@ -4,13 +4,42 @@
 
 use crate::aggregate::{
     deltas, deltas_table, deltas_view, failures_table, load_runs, policies, policy_stats,
-    provenance, summary_table,
+    provenance, summary_table, Run,
 };
 use crate::figures::{draw_all, Figure};
 use crate::table::{escape, write_text, Table};
 use anyhow::{bail, Context};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// Every file `dlsim report` may write into its folder (the tables of `aggregate`, the
+/// figures of `figures::specs`, the documents). An earlier report is replaced whole; a
+/// folder holding anything else is refused, not replaced. Checked on every report.
+pub const REPORT_FILES: [&str; 23] = [
+    "report.md",
+    "report.html",
+    "summary.csv",
+    "summary.parquet",
+    "deltas.csv",
+    "deltas.parquet",
+    "failures.csv",
+    "failures.parquet",
+    "jct_cdf.png",
+    "jct_cdf.svg",
+    "jct_cdf.pdf",
+    "utilisation.png",
+    "utilisation.svg",
+    "utilisation.pdf",
+    "allocation.png",
+    "allocation.svg",
+    "allocation.pdf",
+    "throughput.png",
+    "throughput.svg",
+    "throughput.pdf",
+    "failures.png",
+    "failures.svg",
+    "failures.pdf",
+];
 
 /// What `report` wrote.
 pub struct Written {
@@ -35,19 +64,51 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
         None if names.iter().any(|n| n == "static") => "static".into(),
         None => names[0].clone(),
     };
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // Written into a staging folder beside `out` and renamed into place at the end, so a
+    // failure halfway (a malformed run file) leaves no half report (`dlsim_fsio`).
+    let staged = dlsim_fsio::stage_dir(out, &REPORT_FILES)?;
+    let written = write_report(&runs, &baseline, &staged);
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(e);
+        }
+    };
+    for f in std::fs::read_dir(&staged)? {
+        let name = f?.file_name();
+        let name = name.to_string_lossy();
+        assert!(
+            REPORT_FILES.contains(&name.as_ref()),
+            "{name} is missing from REPORT_FILES"
+        );
+    }
+    dlsim_fsio::commit_dir(&staged, out)?;
+    let moved = |p: &PathBuf| out.join(p.strip_prefix(&staged).unwrap_or(p));
+    Ok(Written {
+        markdown: moved(&written.markdown),
+        html: moved(&written.html),
+        tables: written.tables.iter().map(moved).collect(),
+        figures: written.figures.iter().map(moved).collect(),
+        headlines: written.headlines,
+    })
+}
+
+/// Writes every file of the report of `runs` into `out`.
+fn write_report(runs: &[Run], baseline: &str, out: &Path) -> anyhow::Result<Written> {
+    let names = policies(runs);
     let stats = names
         .iter()
-        .map(|p| policy_stats(&runs, p))
+        .map(|p| policy_stats(runs, p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let deltas = deltas(&runs, &baseline)?;
-    let (view, headlines) = deltas_view(&deltas, &baseline);
-    let provenance = provenance(&runs);
+    let deltas = deltas(runs, baseline)?;
+    let (view, headlines) = deltas_view(&deltas, baseline);
+    let provenance = provenance(runs);
     // Written as tidy CSV and Parquet; the deltas are shown as `view` in the documents.
     let mut data = vec![
         summary_table(&stats),
-        deltas_table(&deltas, &baseline),
-        failures_table(&runs)?,
+        deltas_table(&deltas, baseline),
+        failures_table(runs)?,
     ];
     let mut table_files = Vec::new();
     for t in &mut data {
@@ -56,13 +117,13 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
     }
     let [summary, _, failures] = <[Table; 3]>::try_from(data).expect("three tables");
     let tables = vec![summary, view, failures];
-    let figures = draw_all(&runs, &baseline, out)?;
+    let figures = draw_all(runs, baseline, out)?;
     let sources: Vec<String> = runs
         .iter()
         .map(|r| format!("{} ({}, seed {})", r.dir.display(), r.policy, r.seed))
         .collect();
     let doc = Doc {
-        baseline: &baseline,
+        baseline,
         headlines: &headlines,
         tables: &tables,
         figures: &figures,

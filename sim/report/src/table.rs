@@ -13,7 +13,6 @@
 //! Numbers keep full precision in CSV and Parquet; only the Markdown and HTML views round
 //! them. Every file is written atomically, so a report folder never holds half a table.
 
-use anyhow::Context;
 use polars::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -304,7 +303,7 @@ pub fn metadata(
 /// Writes `df` as Parquet with key-value `metadata`, as polars' `ParquetWriter` would
 /// (zstd, statistics, one row group per 512^2 rows) plus the metadata.
 pub fn write_parquet(
-    f: &mut std::fs::File,
+    f: &mut impl std::io::Write,
     df: &mut DataFrame,
     metadata: Vec<(String, String)>,
 ) -> anyhow::Result<()> {
@@ -369,28 +368,30 @@ pub fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Writes `path` through a temporary sibling and a rename.
+/// Writes `path` atomically through `dlsim_fsio` (temporary sibling, rename; only over a
+/// regular file or a missing path), `write` filling it.
 pub fn atomic(
     path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> anyhow::Result<()>,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    write(&mut f).with_context(|| format!("writing {}", path.display()))?;
-    f.sync_all().ok();
-    drop(f);
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+    let mut failed = None;
+    let result = dlsim_fsio::write_atomic_with(path, |out| {
+        write(out).map_err(|e| {
+            let io = std::io::Error::other(format!("{e:#}"));
+            failed = Some(e);
+            io
+        })
+    });
+    match (result, failed) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(e)) => Err(e.context(format!("writing {}", path.display()))),
+        (Err(e), None) => Err(e.into()),
+    }
 }
 
 /// Writes text to `path` atomically.
 pub fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    atomic(path, |f| Ok(f.write_all(text.as_bytes())?))
+    dlsim_fsio::write_atomic(path, text.as_bytes()).map_err(Into::into)
 }
 
 #[cfg(test)]

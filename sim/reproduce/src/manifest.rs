@@ -223,17 +223,10 @@ impl Paper {
     /// The manifest of `paper` under `root` (`scenarios/paper`).
     pub fn load(root: &Path, paper: &str) -> Result<Paper, InputError> {
         let path = root.join(paper).join("paper.json");
-        let text = std::fs::read_to_string(&path)
+        let text = dlsim_fsio::read_to_string_limited(&path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(&path, format!("cannot read paper manifest: {e}")))?;
         let mut file: PaperFile = dlsim_traces::error::parse_json_document(&path, &text, 0)?;
-        let at = |field: String, msg: String| {
-            let e = InputError::new(&path, msg).field(field.clone());
-            let key = field.rsplit('.').next().unwrap_or(&field).to_string();
-            match dlsim_model::scenario::key_line(&text, &key) {
-                Some(l) => e.at_line(l),
-                None => e,
-            }
-        };
+        let at = |field: String, msg: String| InputError::new(&path, msg).field_in(&text, field);
         if file.paper != paper {
             return Err(at(
                 "paper".into(),
@@ -269,9 +262,12 @@ impl Paper {
             let text = match &e.source {
                 Source::Scenario(s) => {
                     let p = path.parent().unwrap_or(Path::new(".")).join(s);
-                    Some(std::fs::read_to_string(&p).map_err(|err| {
-                        at(f("scenario"), format!("cannot read {}: {err}", p.display()))
-                    })?)
+                    Some(
+                        dlsim_fsio::read_to_string_limited(&p, dlsim_fsio::MAX_INPUT_BYTES)
+                            .map_err(|err| {
+                                at(f("scenario"), format!("cannot read {}: {err}", p.display()))
+                            })?,
+                    )
                 }
                 Source::Picasso(setup) => {
                     if let Err((k, why)) = setup.check() {

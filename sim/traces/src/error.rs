@@ -37,6 +37,18 @@ impl InputError {
         self
     }
 
+    /// Names `field`, a JSON path into `text` (the file's contents, e.g.
+    /// `cluster.groups[2].count`), and places the error on the line of that value there
+    /// ([`crate::locate::locate`]; a missing value's nearest enclosing one).
+    pub fn field_in(self, text: &str, field: impl Into<String>) -> Self {
+        let field = field.into();
+        let e = match crate::locate::locate(text, &field) {
+            Some(p) => self.at_line(p.line),
+            None => self,
+        };
+        e.field(field)
+    }
+
     /// Converts a serde_json error met while deserialising `file`, keeping the field path.
     /// `line_offset` is added to serde's line (for JSON Lines, where each record is parsed
     /// on its own and serde counts from 1).

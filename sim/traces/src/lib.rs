@@ -9,6 +9,7 @@ pub mod format;
 pub mod generator;
 pub mod job;
 pub mod limits;
+pub mod locate;
 
 pub use error::InputError;
 pub use format::{

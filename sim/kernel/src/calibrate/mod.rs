@@ -438,27 +438,10 @@ pub fn fit_all(cal: &mut Calibration) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .context("output path has no file name")?
-        .to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
-}
-
 /// Reads and checks a calibration file written by [`run_cli`].
 pub fn read(path: &Path) -> anyhow::Result<Calibration> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     anyhow::ensure!(
@@ -481,7 +464,7 @@ pub fn read(path: &Path) -> anyhow::Result<Calibration> {
 /// Writes the JSON and the plots of `cal` to `out` (plots next to it).
 pub fn write_outputs(cal: &Calibration, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let json = serde_json::to_string_pretty(cal)?;
-    write_atomic(out, format!("{json}\n").as_bytes())?;
+    dlsim_fsio::write_atomic(out, format!("{json}\n").as_bytes())?;
     let mut written = vec![out.to_path_buf()];
     written.extend(plot::write_plots(cal, out)?);
     Ok(written)
@@ -527,6 +510,8 @@ pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()>
         }
         (Some(b), true) => b.shipped.to_path_buf(),
     };
+    // A calibration takes minutes: an --out it may not write fails first.
+    dlsim_fsio::check_target(&out).map_err(|e| BadArgs(format!("--out: {e}")))?;
     let plan = if args.quick {
         Plan::quick(threads)
     } else {

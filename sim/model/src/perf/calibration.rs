@@ -270,13 +270,7 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
         kinds: BTreeMap<ModelKind, ThroughputParams>,
     }
     let raw: Raw = dlsim_traces::error::parse_json_document(path, text, 0)?;
-    let err = |key: &str, field: String, msg: String| {
-        let e = InputError::new(path, msg).field(field);
-        match crate::scenario::key_line(text, key) {
-            Some(l) => e.at_line(l),
-            None => e,
-        }
-    };
+    let err = |field: String, msg: String| InputError::new(path, msg).field_in(text, field);
     // v2 (shape grid) adds the shape-aware fit; `kinds` and `models.<kind>.batch/emb_dim`
     // mean the same in both: the paper-form parameters and the shape they hold at.
     if raw.format != "dlsim-calibration" || !(1..=2).contains(&raw.version) {
@@ -284,15 +278,22 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
             "expected a dlsim-calibration v1 or v2 file, got `{}` v{}",
             raw.format, raw.version
         );
-        return Err(err("format", "format".into(), msg));
+        return Err(err("format".into(), msg));
     }
     for (kind, p) in &raw.kinds {
         let all = [
-            p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
+            ("a_grad", p.a_grad),
+            ("b_grad", p.b_grad),
+            ("a_upd", p.a_upd),
+            ("b_upd", p.b_upd),
+            ("a_sync", p.a_sync),
+            ("b_sync", p.b_sync),
+            ("a_emb", p.a_emb),
+            ("b_emb", p.b_emb),
         ];
-        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
+        if let Some((name, _)) = all.iter().find(|(_, x)| !x.is_finite() || *x < 0.0) {
             let msg = "alphas and betas must be finite and >= 0".to_string();
-            return Err(err("kinds", format!("kinds.{kind}"), msg));
+            return Err(err(format!("kinds.{kind}.{name}"), msg));
         }
     }
     Ok(CalibrationFile {
@@ -308,24 +309,18 @@ pub fn load_truth(
     path: &Path,
 ) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
     let file = parse(text, path)?;
-    let err = |key: &str, field: String, msg: String| {
-        let e = InputError::new(path, msg).field(field);
-        match crate::scenario::key_line(text, key) {
-            Some(l) => e.at_line(l),
-            None => e,
-        }
-    };
+    let err = |field: String, msg: String| InputError::new(path, msg).field_in(text, field);
     let bandwidth_mb_s = match file.bandwidth_mb_s {
         Some(b) if b.is_finite() && b > 0.0 => b,
         Some(_) => {
             let msg = "must be a positive bandwidth in MB/s".to_string();
-            return Err(err("bandwidth_mb_s", "machine.bandwidth_mb_s".into(), msg));
+            return Err(err("machine.bandwidth_mb_s".into(), msg));
         }
         None => {
             let msg = "missing: the bandwidth B (MB/s) the fit used is needed to convert a_sync \
                        to the simulator's network"
                 .to_string();
-            return Err(err("machine", "machine.bandwidth_mb_s".into(), msg));
+            return Err(err("machine.bandwidth_mb_s".into(), msg));
         }
     };
     let mut kinds = BTreeMap::new();
@@ -333,11 +328,11 @@ pub fn load_truth(
         let field = format!("models.{kind}");
         let Some(m) = file.models.get(&kind) else {
             let msg = "missing: the batch and emb_dim the kind was measured at".to_string();
-            return Err(err("models", field, msg));
+            return Err(err(field, msg));
         };
         if !(m.batch.is_finite() && m.batch > 0.0 && m.emb_dim.is_finite() && m.emb_dim > 0.0) {
             let msg = "batch and emb_dim must be > 0".to_string();
-            return Err(err("models", field, msg));
+            return Err(err(field, msg));
         }
         let (batch, emb_dim) = (m.batch, m.emb_dim);
         kinds.insert(
@@ -355,7 +350,7 @@ pub fn load_truth(
     };
     truth(&cal).map_err(|msg| {
         let field = msg.split(':').next().unwrap_or("kinds").to_string();
-        err("kinds", field, msg)
+        err(field, msg)
     })
 }
 

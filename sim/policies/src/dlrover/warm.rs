@@ -53,7 +53,7 @@ impl ConfigDb {
 
     /// Loads the completed jobs of a history CSV. Errors name the file, line and field.
     pub fn load(path: &Path) -> Result<ConfigDb, String> {
-        let text = std::fs::read_to_string(path)
+        let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Self::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
     }

@@ -121,14 +121,14 @@ impl Sweep {
     pub fn load(path: &Path) -> Result<Sweep, InputError> {
         let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
             .map_err(|e| InputError::new(path, format!("cannot read sweep file: {e}")))?;
-        let file: SweepFile = dlsim_traces::error::parse_json_document(path, &text, 0)?;
-        let at = |key: &str, msg: String| {
-            let e = InputError::new(path, msg).field(key);
-            match dlsim_model::scenario::key_line(&text, key.split('.').next().unwrap_or(key)) {
-                Some(l) => e.at_line(l),
-                None => e,
-            }
-        };
+        Sweep::from_text(path, &text)
+    }
+
+    /// [`Sweep::load`] of `text`, read from (or standing for) `path`, against whose folder
+    /// the scenario's path resolves.
+    pub fn from_text(path: &Path, text: &str) -> Result<Sweep, InputError> {
+        let file: SweepFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
+        let at = |key: &str, msg: String| InputError::new(path, msg).field_in(text, key);
         let scenario_path = path.parent().unwrap_or(Path::new(".")).join(&file.scenario);
         let scenario_text =
             dlsim_fsio::read_to_string_limited(&scenario_path, dlsim_fsio::MAX_INPUT_BYTES)
@@ -138,9 +138,9 @@ impl Sweep {
                         format!("cannot read {}: {e}", scenario_path.display()),
                     )
                 })?;
-        let scenario_json: Value = serde_json::from_str(&scenario_text)
-            .map_err(|e| at("scenario", format!("{}: {e}", scenario_path.display())))?;
-        let specs = policy_specs(&file).map_err(|(k, m)| at(k, m))?;
+        let scenario_json: Value =
+            dlsim_traces::error::parse_json_document(&scenario_path, &scenario_text, 0)?;
+        let specs = policy_specs(&file).map_err(|(k, m)| at(&k, m))?;
         let baseline = match &file.baseline {
             Some(b) => canonical(b).map_err(|m| at("baseline", m))?,
             None => specs.first().map(|s| s.0.clone()).unwrap_or_default(),
@@ -153,8 +153,19 @@ impl Sweep {
         }
         let seeds = seeds(&file).map_err(|m| at("seeds", m))?;
         for (key, values) in &file.scenario_params {
+            let field = format!("scenario_params.{key}");
+            // The sweep sets these itself, per point; an override would be lost or clash.
+            let own = match key.as_str() {
+                "seed" => Some("seeds"),
+                "policy" => Some("policies"),
+                _ => None,
+            };
+            if let Some(own) = own {
+                let msg = format!("the sweep sets `{key}` per run: vary it with `{own}`");
+                return Err(at(&field, msg));
+            }
             if values.is_empty() {
-                return Err(at("scenario_params", format!("`{key}` has no values")));
+                return Err(at(&field, "has no values".into()));
             }
         }
         // Bound the grid before it is built (issue #21).
@@ -296,7 +307,8 @@ fn canonical(spec: &str) -> Result<String, String> {
 }
 
 /// `(spec, reference spec)` for every policy variant, in order.
-fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str, String)> {
+/// An error names the field: the policy's place in `policies`, or its `policy_params` key.
+fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (String, String)> {
     let names: Vec<String> = match &file.policies {
         // Every policy that builds with its default parameters; one that needs parameters
         // must be listed with them.
@@ -307,26 +319,30 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str
             .collect(),
         Policies::All(s) => {
             return Err((
-                "policies",
+                "policies".into(),
                 format!("expected a list of specs or \"all\", got `{s}`"),
             ))
         }
         Policies::List(l) => l.clone(),
     };
     if names.is_empty() {
-        return Err(("policies", "no policies".into()));
+        return Err(("policies".into(), "no policies".into()));
     }
     for name in file.policy_params.keys() {
         if !names.iter().any(|n| n.split('[').next() == Some(name)) {
             return Err((
-                "policy_params",
-                format!("`{name}` is not one of the sweep's policies"),
+                format!("policy_params.{name}"),
+                "is not one of the sweep's policies".into(),
             ));
         }
     }
     let mut out = Vec::new();
-    for name in &names {
-        let base = PolicySpec::parse(name).map_err(|e| ("policies", e.to_string()))?;
+    for (i, name) in names.iter().enumerate() {
+        let listed = match &file.policies {
+            Policies::List(_) => format!("policies[{i}]"),
+            Policies::All(_) => "policies".into(),
+        };
+        let base = PolicySpec::parse(name).map_err(|e| (listed.clone(), e.to_string()))?;
         let grid = file
             .policy_params
             .get(&base.name)
@@ -334,15 +350,12 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str
             .unwrap_or_default();
         let mut reference = base.clone();
         for (key, values) in &grid {
-            let first = values.first().ok_or((
-                "policy_params",
-                format!("`{}.{key}` has no values", base.name),
-            ))?;
+            let field = format!("policy_params.{}.{key}", base.name);
+            let first = values
+                .first()
+                .ok_or_else(|| (field.clone(), "has no values".to_string()))?;
             if base.params.contains_key(key) {
-                return Err((
-                    "policy_params",
-                    format!("`{key}` is set both in `{name}` and in policy_params"),
-                ));
+                return Err((field, format!("`{key}` is set both in `{name}` and here")));
             }
             reference.params.insert(key.clone(), scalar(first));
         }
@@ -352,7 +365,8 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str
                 spec.params.insert(k, scalar(&v));
             }
             // Fail now, not in the middle of a sweep, on an unknown policy or parameter.
-            dlsim_policies::build(&spec.canonical()).map_err(|e| ("policies", e.to_string()))?;
+            dlsim_policies::build(&spec.canonical())
+                .map_err(|e| (listed.clone(), e.to_string()))?;
             out.push((spec.canonical(), reference.canonical()));
         }
     }

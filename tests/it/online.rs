@@ -14,8 +14,11 @@ fn scenario(dir: &Path, extra: &str) -> PathBuf {
     p
 }
 
+/// The one online job's metrics in the run's `summary.json`.
 fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    whole["online_jobs"][0].clone()
 }
 
 #[test]
@@ -64,7 +67,7 @@ fn online_scenario_replays_under_every_policy_with_kales_metrics() {
             trained <= arrived * (1.0 + 1e-9),
             "{policy}: trains no more than arrives"
         );
-        let timeline = std::fs::read_to_string(out.join(policy).join("timeline.csv")).unwrap();
+        let timeline = std::fs::read_to_string(out.join(policy).join("online.csv")).unwrap();
         assert_eq!(timeline.lines().count(), 1441, "{policy}: a row per minute");
     }
     // Static provisioning never rescales. A day is too short to evaluate a forecaster (it
@@ -139,7 +142,7 @@ fn online_replays_are_byte_identical() {
         out
     };
     let (a, b) = (run("a"), run("b"));
-    for f in ["summary.json", "timeline.csv"] {
+    for f in ["summary.json", "online.csv"] {
         assert_eq!(
             std::fs::read(a.join(f)).unwrap(),
             std::fs::read(b.join(f)).unwrap(),
@@ -159,8 +162,8 @@ fn online_replays_are_byte_identical() {
     ]);
     assert!(o.status.success());
     assert_ne!(
-        std::fs::read(a.join("timeline.csv")).unwrap(),
-        std::fs::read(dir.join("c").join("timeline.csv")).unwrap(),
+        std::fs::read(a.join("online.csv")).unwrap(),
+        std::fs::read(dir.join("c").join("online.csv")).unwrap(),
         "another seed gives other traffic"
     );
 }

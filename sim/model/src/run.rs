@@ -16,6 +16,8 @@ pub struct RunOutput {
     pub timeline_csv: String,
     /// `observations.csv`, when the scenario traces observations.
     pub observations_csv: Option<String>,
+    /// `online.csv`, when the scenario has online jobs.
+    pub online_csv: Option<String>,
     pub world: World,
 }
 
@@ -70,6 +72,7 @@ pub fn run_with_progress(
         scenario.file.name.clone()
     };
     let policy = world.policy_spec();
+    let online = world.online_summaries(&name, scenario.file.seed);
     let summary = metrics::summarize(&SummaryInputs {
         scenario: &name,
         policy: &policy,
@@ -79,12 +82,14 @@ pub fn run_with_progress(
         capacity: world.cluster.capacity(),
         events,
         rejected_actions: world.rejected_actions,
+        online: &online,
     });
     let summary_json = serde_json::to_string_pretty(&summary).expect("summary serialises") + "\n";
     RunOutput {
         jobs_csv: std::mem::take(&mut world.tally.csv),
         timeline_csv: metrics::timeline_csv(&world.timeline),
         observations_csv: world.observations.take(),
+        online_csv: world.online_csv(),
         summary,
         summary_json,
         world,
@@ -92,11 +97,12 @@ pub fn run_with_progress(
 }
 
 /// Every file a batch replay may write into its folder (`run.json` is the CLI's).
-pub const RUN_FILES: [&str; 5] = [
+pub const RUN_FILES: [&str; 6] = [
     "summary.json",
     "jobs.csv",
     "timeline.csv",
     "observations.csv",
+    "online.csv",
     "run.json",
 ];
 
@@ -108,6 +114,9 @@ impl RunOutput {
         metrics::write_atomic(dir, "jobs.csv", self.jobs_csv.as_bytes())?;
         if let Some(obs) = &self.observations_csv {
             metrics::write_atomic(dir, "observations.csv", obs.as_bytes())?;
+        }
+        if let Some(online) = &self.online_csv {
+            metrics::write_atomic(dir, "online.csv", online.as_bytes())?;
         }
         metrics::write_atomic(dir, "timeline.csv", self.timeline_csv.as_bytes())
     }

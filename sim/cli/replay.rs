@@ -97,7 +97,11 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             other => other.clone(),
         };
         let summary = replay_one(args, &scenario, policy, out, load_s)?;
-        first_online.extend(summary.online_jobs.into_iter().next());
+        if let Some(mut job) = summary.online_jobs.into_iter().next() {
+            // The table names each run by its whole spec (`dlrover+kale`).
+            job.policy = summary.policy;
+            first_online.push(job);
+        }
     }
     if several && !first_online.is_empty() {
         // Several autoscalers on online jobs: the first job's metrics next to Kale's

@@ -70,8 +70,12 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
                     ),
                 });
             }
-            let batch = build_batch(batch)?;
-            let a = autoscale::build(auto)?;
+            let named = |e: SpecError| SpecError::InComposed {
+                spec: spec.to_string(),
+                inner: Box::new(e),
+            };
+            let batch = build_batch(batch).map_err(named)?;
+            let a = autoscale::build(auto).map_err(named)?;
             Ok(Box::new(composed::Composed::new(batch, a.name(), false)))
         }
         _ => unreachable!("split_composed gives one or two parts"),

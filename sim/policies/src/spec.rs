@@ -29,6 +29,9 @@ pub enum SpecError {
         value: String,
         why: String,
     },
+    /// A part of a composed spec (`dlrover+kale`) is bad: the error names the whole spec.
+    #[error("in `{spec}`: {inner}")]
+    InComposed { spec: String, inner: Box<SpecError> },
 }
 
 /// One parameter of a policy, as `dlsim policies` lists it.
@@ -298,6 +301,19 @@ pub fn folder_name(spec: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn composed_specs_split_at_the_plus_outside_brackets() {
+        assert_eq!(split_composed("dlrover").unwrap(), vec!["dlrover"]);
+        assert_eq!(
+            split_composed("dlrover[rho=2.5] + kale[forecaster=oracle]").unwrap(),
+            vec!["dlrover[rho=2.5]", "kale[forecaster=oracle]"]
+        );
+        assert_eq!(split_composed("x[a=1+2]+y").unwrap(), vec!["x[a=1+2]", "y"]);
+        assert!(split_composed("a+b+c").is_err());
+        assert!(split_composed("+kale").is_err());
+        assert_eq!(folder_name("dlrover+kale"), "dlrover-kale");
+    }
 
     #[test]
     fn lists_split_outside_brackets_and_folders_are_clean() {

@@ -209,10 +209,10 @@ pub fn table3(rows: &[OnlineSummary]) -> String {
     let _ = writeln!(t, "|---|---|---|---|---|---|---|");
     let ours_adequate = rows
         .iter()
-        .find(|s| s.policy.starts_with("adequate"))
+        .find(|s| scheme(&s.policy) == "adequate")
         .map(|s| s.gpu_hours);
     for s in rows {
-        let name = s.policy.split('[').next().unwrap_or("");
+        let name = scheme(&s.policy);
         let paper = PAPER_TABLE3.iter().find(|p| p.0 == name);
         let p = |f: fn(&(&str, f64, f64, f64, f64)) -> String| {
             paper.map(f).unwrap_or_else(|| "-".into())
@@ -243,4 +243,10 @@ pub fn table3(rows: &[OnlineSummary]) -> String {
         );
     }
     t
+}
+
+/// The autoscaler scheme of a run's spec: `dlrover+hpa[up_window_s=540]` -> `hpa`.
+fn scheme(policy: &str) -> &str {
+    let auto = policy.rsplit('+').next().unwrap_or(policy);
+    auto.split('[').next().unwrap_or(auto)
 }

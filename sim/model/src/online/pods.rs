@@ -130,7 +130,8 @@ impl Pods {
         std::mem::take(&mut self.freed)
     }
 
-    /// Removes the pods on `node` (it failed, or evicted them); returns how many. A
+    /// Removes the pods on `node` (it failed, or evicted them; their room is to be released,
+    /// [`Pods::take_freed`]); returns how many. A
     /// consuming pod leaving rebuilds the stream in `rolling` mode; the world then asks
     /// for the lost pods again ([`Pods::rescale`] to the target).
     pub fn lose_node(&mut self, now: SimTime, node: usize) -> u32 {
@@ -141,6 +142,8 @@ impl Pods {
             left_joined |= lost && p.joined;
             !lost
         });
+        let lost = (before - self.pods.len()) as u32;
+        self.freed.extend(std::iter::repeat_n(node, lost as usize));
         if left_joined && self.mode == RescaleMode::Rolling {
             self.pause(now);
         }
@@ -151,7 +154,7 @@ impl Pods {
                 p.joined = false;
             }
         }
-        (before - self.pods.len()) as u32
+        lost
     }
 
     /// Indices of consuming pods, in id order (their partition ranges follow this order).

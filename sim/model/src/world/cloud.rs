@@ -87,7 +87,7 @@ impl World {
         for p in self.pods_on(n) {
             self.pod_failed(now, p, Cause::NodeFailure, queue);
         }
-        self.online_node_lost(now, n, queue);
+        self.online_node_lost(now, n);
         self.cluster.set_down(n, true);
         let repair = SimTime::from_secs_f64_ceil(self.faults.node_repair_h * 3_600.0);
         queue.push(now.saturating_add(repair), Event::NodeRepair(n));
@@ -158,7 +158,7 @@ impl World {
         }
         if !(self.cluster.nodes()[n].allocated + demand).fits_in(&cap) {
             // Online pods go last (their jobs serve fresh models).
-            self.online_node_lost(now, n, queue);
+            self.online_node_lost(now, n);
         }
         self.cluster.set_reserved(n, demand);
     }

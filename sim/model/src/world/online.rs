@@ -91,30 +91,33 @@ impl World {
     }
 
     /// Node `n` failed or evicts its pods: every online pod on it is gone (released
-    /// here, before the node goes down), and its job asks for it again.
-    pub(super) fn online_node_lost(
-        &mut self,
-        now: SimTime,
-        n: usize,
-        queue: &mut EventQueue<Event>,
-    ) {
+    /// here, before the node goes down or its services move in), and its job asks for it
+    /// again; the replacement is placed at the job's next tick, so not back on `n`.
+    pub(super) fn online_node_lost(&mut self, now: SimTime, n: usize) {
         for k in 0..self.online.len() {
-            let job = &self.online[k];
+            let job = &mut self.online[k];
             if job.phase == OnlinePhase::Ended || !job.pods.pods.iter().any(|p| p.node == Some(n)) {
                 continue;
             }
-            self.online[k].lose_node(now, n);
-            self.online_place(now, k, queue);
+            job.events += 1;
+            job.lose_node(now, n);
+            self.online_release(k);
+        }
+    }
+
+    /// Releases the nodes of job `k`'s removed pods.
+    fn online_release(&mut self, k: usize) {
+        let req = self.online[k].spec.worker.request();
+        for node in self.online[k].pods.take_freed() {
+            self.cluster.release(node, &req);
         }
     }
 
     /// Releases the nodes of job `k`'s removed pods, then places its waiting pods, in
     /// pod order, queueing a wake-up for each one that must load its model.
     fn online_place(&mut self, now: SimTime, k: usize, queue: &mut EventQueue<Event>) {
+        self.online_release(k);
         let req = self.online[k].spec.worker.request();
-        for node in self.online[k].pods.take_freed() {
-            self.cluster.release(node, &req);
-        }
         for i in self.online[k].pods.unplaced() {
             let Some(node) = self.cluster.place(&req) else {
                 break;

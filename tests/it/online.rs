@@ -373,7 +373,18 @@ fn the_mixed_scenario_replays_end_to_end_under_composed_specs() {
         }
         let online = std::fs::read_to_string(dir.join("online.csv")).unwrap();
         assert_eq!(online.lines().count(), 1 + 3 * 1440, "{run}");
-        assert!(dir.join("jobs.csv").exists() && dir.join("timeline.csv").exists());
+        assert!(dir.join("timeline.csv").exists());
+        // jobs.csv covers every job: the batch rows, then one row per online job.
+        let jobs = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+        let width = jobs.lines().next().unwrap().split(',').count();
+        let online: Vec<&str> = jobs.lines().filter(|l| l.contains(",online,")).collect();
+        assert_eq!(online.len(), 3, "{run}");
+        assert!(
+            online[0].starts_with("900001,online,online,0,"),
+            "{}",
+            online[0]
+        );
+        assert!(jobs.lines().all(|l| l.split(',').count() == width), "{run}");
     }
     let table = std::fs::read_to_string(out.join("table3.md")).unwrap();
     assert!(table.contains("| static+hpa (paper row: hpa) |"), "{table}");
@@ -413,4 +424,29 @@ fn a_bad_composed_spec_exits_2_naming_the_spec() {
         assert!(e.lines().count() <= 2, "one readable error: {e}");
         assert!(!out.exists(), "{spec}: nothing written");
     }
+}
+
+/// `jobs.csv` holds batch and online jobs by id, so an online job may not take a trace
+/// job's id: one error naming the trace file, line and field, exit 2.
+#[test]
+fn an_online_job_id_taken_by_a_trace_job_is_refused() {
+    let dir = scratch("online-id-clash");
+    let text = std::fs::read_to_string(repo().join("scenarios/mixed-antgroup.json"))
+        .unwrap()
+        .replace(
+            "../traces/",
+            &format!("{}/", repo().join("traces").display()),
+        )
+        .replace("\"id\": 900002", "\"id\": 7");
+    let sc = dir.join("clash.json");
+    std::fs::write(&sc, text).unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("antgroup-sample.jsonl:") && e.contains("field `id`") && e.contains("ads-ctr"),
+        "{e}"
+    );
+    assert!(!out.exists());
 }

@@ -165,7 +165,7 @@ pub struct JobTally {
     makespan: Option<dlsim_engine::SimTime>,
 }
 
-const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s\n";
+pub const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s\n";
 
 impl JobTally {
     /// Jobs tallied so far: every job is tallied once, when it ends.

@@ -86,7 +86,7 @@ pub fn run_with_progress(
     });
     let summary_json = serde_json::to_string_pretty(&summary).expect("summary serialises") + "\n";
     RunOutput {
-        jobs_csv: std::mem::take(&mut world.tally.csv),
+        jobs_csv: std::mem::take(&mut world.tally.csv) + &world.online_jobs_rows(),
         timeline_csv: metrics::timeline_csv(&world.timeline),
         observations_csv: world.observations.take(),
         online_csv: world.online_csv(),

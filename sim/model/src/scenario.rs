@@ -375,6 +375,7 @@ impl Scenario {
                 for record in dlsim_traces::TraceReader::open(&tp)? {
                     let (line, job) = record?;
                     check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line], cap)?;
+                    check_online_ids(&online, std::slice::from_ref(&job), &tp, &[line])?;
                     count += 1;
                 }
                 return Ok(Scenario {
@@ -403,6 +404,7 @@ impl Scenario {
             }
         };
         check_jobs_fit(&nodes, &jobs, &trace_path, &lines, cap)?;
+        check_online_ids(&online, &jobs, &trace_path, &lines)?;
         Ok(Scenario {
             path: path.to_path_buf(),
             file,
@@ -414,6 +416,29 @@ impl Scenario {
             online,
         })
     }
+}
+
+/// Refuses a trace job whose id an online job has (`jobs.csv` holds both, by id).
+fn check_online_ids(
+    online: &[crate::online::OnlineInput],
+    jobs: &[JobSpec],
+    file: &Path,
+    lines: &[usize],
+) -> Result<(), InputError> {
+    for (job, &line) in jobs.iter().zip(lines) {
+        if let Some(o) = online.iter().find(|o| o.id == job.id) {
+            return Err(InputError::new(
+                file,
+                format!(
+                    "job id {} is also online job `{}`'s id (give the online job another `id`)",
+                    job.id, o.file.name
+                ),
+            )
+            .at_line(line)
+            .field("id"));
+        }
+    }
+    Ok(())
 }
 
 /// Validates the scenario's online jobs and reads the rate series they follow.
@@ -443,6 +468,13 @@ fn load_online(
                 &format!("`{}` names two online jobs", job.name),
             ));
         }
+        let id = job.id.unwrap_or(i as u64);
+        if out.iter().any(|o: &crate::online::OnlineInput| o.id == id) {
+            return Err(err(
+                &format!("{prefix}id"),
+                &format!("id {id} names two online jobs"),
+            ));
+        }
         let req = job.worker.request();
         if !nodes.iter().any(|n| req.fits_in(&n.capacity)) {
             return Err(err(
@@ -455,6 +487,7 @@ fn load_online(
             None => None,
         };
         out.push(crate::online::OnlineInput {
+            id,
             file: job.clone(),
             shape,
         });

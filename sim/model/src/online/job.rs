@@ -25,6 +25,8 @@ pub enum OnlinePhase {
 }
 
 pub struct OnlineJob {
+    /// The job's id in `jobs.csv`.
+    pub id: u64,
     pub spec: OnlineJobFile,
     pub phase: OnlinePhase,
     truth: Truth,
@@ -53,15 +55,16 @@ pub struct OnlineJob {
 }
 
 impl OnlineJob {
-    /// Builds job `spec` from its own seeded streams (`streams`) and the rate series its
-    /// traffic follows, if any.
+    /// Builds the job of `input` (its entry and the rate series its traffic follows) from
+    /// its own seeded streams.
     pub fn new(
-        spec: OnlineJobFile,
-        shape: Option<&crate::online::rates::RateSeries>,
+        input: &crate::online::OnlineInput,
         streams: &RngStreams,
         autoscaler: Option<Box<dyn Autoscaler>>,
         cluster_room: u32,
     ) -> Self {
+        let spec = input.file.clone();
+        let shape = input.shape.as_ref();
         let horizon = SimTime::from_secs(spec.horizon_s());
         let minutes = (spec.horizon_s() / 60) as usize;
         let traffic = Traffic::build(&spec.traffic, shape, minutes, streams);
@@ -94,6 +97,7 @@ impl OnlineJob {
             a.interval().as_ms().div_ceil(step.as_ms()).max(1) * step.as_ms()
         });
         OnlineJob {
+            id: input.id,
             phase: OnlinePhase::Running,
             stream: Stream::new(traffic.shares.len()),
             shuffle: autoscaler.as_ref().and_then(|a| a.shuffle()),
@@ -306,6 +310,65 @@ impl OnlineJob {
                 .map_or(serde_json::Value::Null, |a| a.report()),
             events: self.events,
         }
+    }
+}
+
+impl OnlineJob {
+    /// The job's row of `jobs.csv`, in its columns ([`crate::metrics::JOBS_HEADER`]): status
+    /// `online`, from 0 to its end (empty while it runs), its last target and its pod
+    /// request as the configuration, its lost pods and rescales; the batch-only columns
+    /// (steps, JCT, utilisation, model sizes) are empty.
+    pub fn jobs_row(&self) -> String {
+        let end = match self.phase {
+            OnlinePhase::Ended => format!("{:.3}", self.horizon.as_secs_f64()),
+            OnlinePhase::Running => String::new(),
+        };
+        let w = self.spec.worker.request();
+        let initial = self.spec.job.initial_workers;
+        let fields: [String; 41] = [
+            self.id.to_string(),
+            "online".into(),
+            "online".into(),
+            "0".into(),
+            "0.000".into(),
+            end,
+            "online".into(),
+            String::new(),
+            self.target.to_string(),
+            String::new(),
+            w.cpu_cores().to_string(),
+            w.mem_mb.to_string(),
+            w.gpu.to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            "0".into(),
+            self.acc.pods_lost.to_string(),
+            "0".into(),
+            "0".into(),
+            "0".into(),
+            self.acc.rescales.to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            (w.cpu_cores() * f64::from(initial)).to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            "0".into(),
+            "0".into(),
+            initial.to_string(),
+            String::new(),
+            String::new(),
+        ];
+        fields.join(",") + "\n"
     }
 }
 

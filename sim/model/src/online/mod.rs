@@ -33,6 +33,8 @@ pub use scenario::OnlineJobFile;
 /// traffic follows, read when the scenario loaded.
 #[derive(Clone, Debug)]
 pub struct OnlineInput {
+    /// The job's id in `jobs.csv`: its `id`, or by default its index in the list.
+    pub id: u64,
     pub file: OnlineJobFile,
     pub shape: Option<rates::RateSeries>,
 }

@@ -60,6 +60,10 @@ fn slo_default() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct OnlineJobFile {
     pub name: String,
+    /// The job's id in `jobs.csv` (default: its index in the `online` list); no trace job
+    /// may have it.
+    #[serde(default)]
+    pub id: Option<u64>,
     /// Simulated days the job runs (from time 0).
     #[serde(default = "seven")]
     pub days: f64,
@@ -311,6 +315,7 @@ impl OnlineFile {
     fn job_file(&self) -> OnlineJobFile {
         OnlineJobFile {
             name: self.name.clone(),
+            id: None,
             days: self.days,
             job: self.job.clone(),
             worker: WorkerSpec::default(),

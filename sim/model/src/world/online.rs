@@ -38,19 +38,13 @@ pub(super) fn build_jobs(scenario: &Scenario, policy: &dyn Policy) -> Vec<Online
                 .map(|n| n.capacity.count_of(&req))
                 .sum();
             let room = room.min(u64::from(u32::MAX)) as u32;
-            OnlineJob::new(
-                input.file.clone(),
-                input.shape.as_ref(),
-                &streams,
-                policy.new_autoscaler(),
-                room,
-            )
+            OnlineJob::new(input, &streams, policy.new_autoscaler(), room)
         })
         .collect()
 }
 
 impl World {
-    /// Places the initial deployments and queues each online job's first tick.
+    /// Queues each online job's first tick (at time 0, which places its initial pods).
     pub(super) fn online_start(&mut self, queue: &mut EventQueue<Event>) {
         for k in 0..self.online.len() {
             queue.push(SimTime::ZERO, Event::OnlineTick(k));
@@ -158,6 +152,11 @@ impl World {
             .iter()
             .map(|j| j.summary(scenario, seed))
             .collect()
+    }
+
+    /// Every online job's row of `jobs.csv`, after the batch jobs' rows.
+    pub fn online_jobs_rows(&self) -> String {
+        self.online.iter().map(OnlineJob::jobs_row).collect()
     }
 
     /// `online.csv`: every online job's per-minute rows, job after job.

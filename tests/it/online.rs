@@ -450,3 +450,37 @@ fn an_online_job_id_taken_by_a_trace_job_is_refused() {
     );
     assert!(!out.exists());
 }
+
+/// `dlsim check` blesses the online metrics of a run with online jobs, and a later check
+/// compares them.
+#[test]
+fn check_blesses_and_compares_online_metrics() {
+    let dir = scratch("online-check");
+    let sc = scenario(&dir, "");
+    let out = dir.join("run");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let baseline = dir.join("baseline.json");
+    let o = dlsim(&[
+        "check",
+        "--baseline",
+        path_str(&baseline),
+        "--bless",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let b: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    let metrics = &b["runs"]["hpa"]["metrics"];
+    for key in [
+        "online_violation_rate",
+        "online_accumulated_lag_min",
+        "online_downtime_min",
+        "online_gpu_hours",
+    ] {
+        assert!(metrics[key].is_number(), "{key}: {b}");
+    }
+    let o = dlsim(&["check", "--baseline", path_str(&baseline), path_str(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("online_gpu_hours"), "{}", stdout(&o));
+}

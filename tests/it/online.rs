@@ -484,3 +484,27 @@ fn check_blesses_and_compares_online_metrics() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("online_gpu_hours"), "{}", stdout(&o));
 }
+
+/// `dlsim sweep` takes composed specs: the mixed scenario under two of them, one seed.
+#[test]
+fn sweep_runs_composed_specs_on_the_mixed_scenario() {
+    let dir = scratch("online-sweep");
+    let sweep = dir.join("mixed-sweep.json");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"{{ "name": "mixed-sweep", "scenario": "{}", "seed": 1, "seeds": 1,
+  "policies": ["static+hpa", "dlrover+kale"] }}"#,
+            repo().join("scenarios/mixed-antgroup.json").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["sweep", path_str(&sweep), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(
+        results.contains("static+hpa") && results.contains("dlrover+kale"),
+        "{results}"
+    );
+}

@@ -289,7 +289,17 @@ pub fn scalar(v: &Value) -> String {
     }
 }
 
+/// The canonical form of a policy spec, composed (`dlrover+kale`) or not.
 fn canonical(spec: &str) -> Result<String, String> {
+    if dlsim_policies::split_composed(spec)
+        .map_err(|e| e.to_string())?
+        .len()
+        > 1
+    {
+        return dlsim_policies::build(spec)
+            .map(|p| p.spec())
+            .map_err(|e| e.to_string());
+    }
     PolicySpec::parse(spec)
         .map(|s| s.canonical())
         .map_err(|e| e.to_string())
@@ -326,6 +336,15 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (&'static str
     }
     let mut out = Vec::new();
     for name in &names {
+        let parts =
+            dlsim_policies::split_composed(name).map_err(|e| ("policies", e.to_string()))?;
+        if parts.len() > 1 {
+            // A composed spec (`dlrover+kale`) is one variant: `policy_params` grids apply
+            // to plain specs only.
+            let spec = canonical(name).map_err(|e| ("policies", e))?;
+            out.push((spec.clone(), spec));
+            continue;
+        }
         let base = PolicySpec::parse(name).map_err(|e| ("policies", e.to_string()))?;
         let grid = file
             .policy_params

@@ -69,6 +69,7 @@ impl World {
             queue.push(next, Event::OnlineTick(k));
         } else {
             self.online_end(k);
+            self.queue_schedule(now, queue);
         }
     }
 
@@ -99,18 +100,23 @@ impl World {
         }
     }
 
-    /// Releases the nodes of job `k`'s removed pods.
-    fn online_release(&mut self, k: usize) {
+    /// Releases the nodes of job `k`'s removed pods; says whether there were any.
+    fn online_release(&mut self, k: usize) -> bool {
         let req = self.online[k].spec.worker.request();
-        for node in self.online[k].pods.take_freed() {
+        let freed = self.online[k].pods.take_freed();
+        for &node in &freed {
             self.cluster.release(node, &req);
         }
+        !freed.is_empty()
     }
 
-    /// Releases the nodes of job `k`'s removed pods, then places its waiting pods, in
-    /// pod order, queueing a wake-up for each one that must load its model.
+    /// Releases the nodes of job `k`'s removed pods (batch pods waiting for room are
+    /// tried again), then places its waiting pods, in pod order, queueing a wake-up for
+    /// each one that must load its model.
     fn online_place(&mut self, now: SimTime, k: usize, queue: &mut EventQueue<Event>) {
-        self.online_release(k);
+        if self.online_release(k) {
+            self.queue_schedule(now, queue);
+        }
         let req = self.online[k].spec.worker.request();
         for i in self.online[k].pods.unplaced() {
             let Some(node) = self.cluster.place(&req) else {

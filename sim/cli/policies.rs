@@ -1,5 +1,5 @@
 //! `dlsim policies`: every policy with its parameters, types, defaults and meanings, from
-//! the registries (`dlsim_policies::POLICY_DOCS`, `dlsim_online::policy::DOCS`) that also
+//! the registries (`dlsim_policies::POLICY_DOCS`, `dlsim_policies::autoscale::DOCS`) that also
 //! bound the keys each spec accepts. The same text closes `dlsim replay --help`.
 
 use clap::Args;
@@ -32,7 +32,7 @@ impl Kind {
     fn docs(self) -> &'static [&'static dlsim_policies::PolicyDoc] {
         match self {
             Kind::Batch => dlsim_policies::POLICY_DOCS,
-            Kind::Online => dlsim_online::policy::DOCS,
+            Kind::Online => dlsim_policies::autoscale::DOCS,
         }
     }
 }
@@ -58,15 +58,17 @@ pub fn text() -> String {
     format!(
         "Policies are chosen by spec strings, NAME or NAME[key=value,...], e.g.\n\
          `dlrover[rho=2.5,warm_start=off]`: a scenario's \"policy\", or `dlsim replay --policy\n\
-         SPEC`. A key a policy does not take is an error.\n\
+         SPEC`. A key a policy does not take is an error. A spec may compose a cluster\n\
+         policy with an autoscaler for online jobs: `dlrover+kale`; an autoscaler alone\n\
+         (`kale`) runs batch jobs under `static`. `--policy a,b` replays each in turn.\n\
          \n\
-         Batch policies (cluster-level; for batch scenarios such as scenarios/quickstart.json):\n\
+         Cluster policies (decide for batch jobs, e.g. scenarios/quickstart.json):\n\
          {}\n\
-         Online policies (autoscalers; for \"kind\": \"online\" scenarios such as\n\
-         scenarios/online-7d.json; `--policy hpa,kale` compares several in one run):\n\
+         Autoscalers (one per online job, e.g. scenarios/online-7d.json,\n\
+         scenarios/mixed-antgroup.json):\n\
          {}",
         dlsim_policies::render_docs(dlsim_policies::POLICY_DOCS),
-        dlsim_policies::render_docs(dlsim_online::policy::DOCS),
+        dlsim_policies::render_docs(dlsim_policies::autoscale::DOCS),
     )
 }
 

@@ -38,26 +38,6 @@ pub struct ReplayArgs {
 }
 
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    if dlsim_online::is_online_scenario(&args.scenario) {
-        // Online (streaming) scenarios have their own world and metrics (sim/online).
-        let (policy, out) = (args.policy.as_deref(), args.out.as_deref());
-        let mut bar = Progress::new(args.quiet);
-        let mut report = |p| bar.update(p);
-        let done = dlsim_online::replay(
-            &args.scenario,
-            policy,
-            args.seed,
-            out,
-            args.quiet,
-            &mut report,
-        );
-        bar.finish();
-        return match done {
-            Ok(()) => Ok(ExitCode::SUCCESS),
-            Err(dlsim_online::CliError::Input(m)) => Err(BadInput(m).into()),
-            Err(e) => Err(anyhow::anyhow!(e)),
-        };
-    }
     let wall = Instant::now();
     let mut scenario =
         Scenario::load_streaming(&args.scenario).map_err(|e| BadInput(e.to_string()))?;
@@ -109,12 +89,35 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let load_s = wall.elapsed().as_secs_f64();
+    let mut first_online = Vec::new();
     for policy in policies {
         let out = match &base {
             Some(b) if several => Some(b.join(dlsim_policies::folder_name(&policy.spec()))),
             other => other.clone(),
         };
-        replay_one(args, &scenario, policy, out, load_s)?;
+        let summary = replay_one(args, &scenario, policy, out, load_s)?;
+        if let Some(mut job) = summary.online_jobs.into_iter().next() {
+            // The table names each run by its whole spec (`dlrover+kale`).
+            job.policy = summary.policy;
+            first_online.push(job);
+        }
+    }
+    if several && !first_online.is_empty() {
+        // Several autoscalers on online jobs: the first job's metrics next to Kale's
+        // Table 3, printed and written as `table3.md`.
+        let table = dlsim_model::online::metrics::table3(&first_online);
+        let dir = base.unwrap_or_else(|| {
+            PathBuf::from("reports/runs").join(format!(
+                "{}-compare-s{}",
+                first_online[0].scenario, scenario.file.seed
+            ))
+        });
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| dlsim_fsio::write_atomic(&dir.join("table3.md"), table.as_bytes()))
+            .with_context(|| format!("writing {}", dir.join("table3.md").display()))?;
+        if !args.quiet {
+            print!("{table}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -144,7 +147,7 @@ fn replay_one(
     policy: Box<dyn dlsim_model::policy::Policy>,
     out: Option<PathBuf>,
     load_s: f64,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Summary> {
     let wall = Instant::now();
     let sim_start = Instant::now();
     let mut bar = Progress::new(args.quiet);
@@ -177,6 +180,9 @@ fn replay_one(
         .with_context(|| format!("writing outputs to {}", out_dir.display()))?;
     if !args.quiet {
         print_summary(&output.summary);
+        for job in &output.summary.online_jobs {
+            print!("\n{}", job.table());
+        }
         println!(
             "\n{} events in {:.2} s ({:.0} events/s). Outputs: {}",
             output.summary.events,
@@ -185,7 +191,7 @@ fn replay_one(
             out_dir.display()
         );
     }
-    Ok(())
+    Ok(output.summary)
 }
 
 /// The replay's progress bar on stderr: simulated time out of the horizon (or, without one,

@@ -1,7 +1,7 @@
 //! `dlsim schema scenario|sweep`: JSON Schemas (draft 2020-12) of the files dlsim reads,
 //! derived with `schemars` from the same serde types the loaders deserialize, so the schema
-//! follows the code. The scenario schema accepts a batch scenario (`ScenarioFile`) or an
-//! online one (`OnlineFile`, `"kind": "online"`). A schema checks shapes and types only;
+//! follows the code. The scenario schema accepts a scenario (`ScenarioFile`, batch and
+//! online jobs) or an online-only file (`OnlineFile`, `"kind": "online"`). A schema checks shapes and types only;
 //! the loaders still check values (ranges, files, policy specs) with their own errors.
 
 use crate::BadInput;
@@ -33,7 +33,7 @@ pub fn schema(which: Which) -> Value {
     let (title, root) = match which {
         Which::Scenario => {
             let batch = gen.subschema_for::<dlsim_model::scenario::ScenarioFile>();
-            let online = gen.subschema_for::<dlsim_online::scenario::OnlineFile>();
+            let online = gen.subschema_for::<dlsim_model::online::scenario::OnlineFile>();
             let root = json!({ "anyOf": [batch, online] });
             (
                 "dlsim scenario (batch, or online with \"kind\": \"online\")",

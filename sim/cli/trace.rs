@@ -5,7 +5,7 @@ use crate::BadInput;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use dlsim_importers::ImportOptions;
-use dlsim_online::rates::RateFormat;
+use dlsim_model::online::rates::RateFormat;
 use dlsim_traces::{generate, read_trace, write_trace, GeneratorConfig, TraceHeader};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -169,9 +169,9 @@ fn format_long_help() -> String {
 fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let wall = Instant::now();
     if let Some(f) = RateFormat::parse(&a.format) {
-        // Rate series for online scenarios (sim/online/src/rates.rs), not job traces.
+        // Rate series for online scenarios (sim/model/src/online/rates.rs), not job traces.
         create_parent(&a.out)?;
-        let report = dlsim_online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
+        let report = dlsim_model::online::rates::import_cli(f, &a.input, &a.out, a.skip_bad)
             .map_err(|e| BadInput(e.to_string()))?;
         if !a.quiet {
             print!("{report}");

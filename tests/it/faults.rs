@@ -73,6 +73,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         elasticity: Default::default(),
         timeline_interval_s: 600,
         horizon_s: None,
+        online: Vec::new(),
     };
     Scenario {
         path: "faults.json".into(),
@@ -82,6 +83,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         stream: None,
         keep_ended: true,
         trace_observations: false,
+        online: Vec::new(),
     }
 }
 

@@ -14,8 +14,11 @@ fn scenario(dir: &Path, extra: &str) -> PathBuf {
     p
 }
 
+/// The one online job's metrics in the run's `summary.json`.
 fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    whole["online_jobs"][0].clone()
 }
 
 #[test]
@@ -64,7 +67,7 @@ fn online_scenario_replays_under_every_policy_with_kales_metrics() {
             trained <= arrived * (1.0 + 1e-9),
             "{policy}: trains no more than arrives"
         );
-        let timeline = std::fs::read_to_string(out.join(policy).join("timeline.csv")).unwrap();
+        let timeline = std::fs::read_to_string(out.join(policy).join("online.csv")).unwrap();
         assert_eq!(timeline.lines().count(), 1441, "{policy}: a row per minute");
     }
     // Static provisioning never rescales. A day is too short to evaluate a forecaster (it
@@ -139,7 +142,7 @@ fn online_replays_are_byte_identical() {
         out
     };
     let (a, b) = (run("a"), run("b"));
-    for f in ["summary.json", "timeline.csv"] {
+    for f in ["summary.json", "online.csv"] {
         assert_eq!(
             std::fs::read(a.join(f)).unwrap(),
             std::fs::read(b.join(f)).unwrap(),
@@ -159,8 +162,8 @@ fn online_replays_are_byte_identical() {
     ]);
     assert!(o.status.success());
     assert_ne!(
-        std::fs::read(a.join("timeline.csv")).unwrap(),
-        std::fs::read(dir.join("c").join("timeline.csv")).unwrap(),
+        std::fs::read(a.join("online.csv")).unwrap(),
+        std::fs::read(dir.join("c").join("online.csv")).unwrap(),
         "another seed gives other traffic"
     );
 }
@@ -270,5 +273,238 @@ fn qps_rate_series_imports_and_drives_a_scenario() {
         stderr(&o).contains("bad.csv:2: field `value`"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// An online job's worker pods are pods of the shared cluster: a node failure kills those
+/// on it, the job rebuilds its stream, places replacements on the nodes left, pays their
+/// model load, and drains the backlog. The job runs under `static` (no autoscaler), so the
+/// recovery is the world's, not a policy's.
+#[test]
+fn an_online_pod_killed_by_a_node_failure_is_replaced_and_the_job_recovers() {
+    let dir = scratch("online-node-failure");
+    let sc = dir.join("online-failures.json");
+    std::fs::write(
+        &sc,
+        r#"{
+  "name": "online-failures",
+  "seed": 2,
+  "cluster": { "groups": [ { "name": "gpu", "count": 4, "cores": 32, "mem_gb": 128, "gpus": 4 } ] },
+  "policy": "static",
+  "faults": { "pod_failure_per_day": 0.0, "node_mtbf_days": 0.5, "node_repair_h": 2 },
+  "online": [ {
+    "name": "stream",
+    "days": 1,
+    "max_workers": 8,
+    "job": { "initial_workers": 6, "profile_workers": [1, 2, 4, 6, 8] },
+    "traffic": { "peak_sps": 30000, "partitions": 16 }
+  } ]
+}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let job = &whole["online_jobs"][0];
+    let lost = job["pods_lost"].as_u64().unwrap();
+    assert!(lost > 0, "a node failure took online pods: {job}");
+    assert_eq!(whole["online_pods_lost"].as_u64(), Some(lost));
+    assert_eq!(
+        job["policy"], "fixed",
+        "no autoscaler under a batch-only spec"
+    );
+    assert_eq!(job["rescales"], 0, "no autoscaler, no rescale");
+    assert!(
+        job["downtime_min"].as_f64().unwrap() > 0.0,
+        "each loss rebuilds the stream: {job}"
+    );
+    // Recovered: the rows show pods lost (fewer consuming than the target) and, by the
+    // end of the day, the full deployment consuming again with the backlog drained.
+    let csv = std::fs::read_to_string(out.join("online.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 1440);
+    assert!(
+        rows.iter().any(|r| r[5] != "6"),
+        "some minute with a worker missing"
+    );
+    let last = rows.last().unwrap();
+    assert_eq!((last[3], last[5]), ("6", "6"), "{last:?}");
+    let trained = job["samples_trained"].as_f64().unwrap();
+    let arrived = job["samples_arrived"].as_f64().unwrap();
+    assert!(trained > 0.99 * arrived, "{trained} of {arrived}");
+}
+
+/// The mixed scenario (the quickstart's batch day beside three online jobs, co-located
+/// services, added GPU nodes) replays end to end under composed specs: one run folder per
+/// spec with batch and online outputs, and the Table 3 comparison naming each spec.
+#[test]
+fn the_mixed_scenario_replays_end_to_end_under_composed_specs() {
+    let out = scratch("online-mixed").join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&repo().join("scenarios/mixed-antgroup.json")),
+        "--policy",
+        "static+hpa,dlrover+kale",
+        "--out",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for run in ["static-hpa", "dlrover-kale"] {
+        let dir = out.join(run);
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        assert!(s["jobs_submitted"].as_u64().unwrap() > 1000, "{run}");
+        assert_eq!(s["online_jobs"].as_array().unwrap().len(), 3, "{run}");
+        for key in [
+            "online_violation_rate",
+            "online_accumulated_lag_min",
+            "online_downtime_min",
+            "online_gpu_hours",
+            "online_rescales",
+        ] {
+            assert!(s[key].is_number(), "{run}: {key}");
+        }
+        let online = std::fs::read_to_string(dir.join("online.csv")).unwrap();
+        assert_eq!(online.lines().count(), 1 + 3 * 1440, "{run}");
+        assert!(dir.join("timeline.csv").exists());
+        // jobs.csv covers every job: the batch rows, then one row per online job.
+        let jobs = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+        let width = jobs.lines().next().unwrap().split(',').count();
+        let online: Vec<&str> = jobs.lines().filter(|l| l.contains(",online,")).collect();
+        assert_eq!(online.len(), 3, "{run}");
+        assert!(
+            online[0].starts_with("900001,online,online,0,"),
+            "{}",
+            online[0]
+        );
+        assert!(jobs.lines().all(|l| l.split(',').count() == width), "{run}");
+    }
+    let table = std::fs::read_to_string(out.join("table3.md")).unwrap();
+    assert!(table.contains("| static+hpa (paper row: hpa) |"), "{table}");
+    assert!(
+        table.contains("| dlrover+kale (paper row: kale) |"),
+        "{table}"
+    );
+}
+
+/// A composed spec that cannot be built is one error naming it, exit 2, nothing written.
+#[test]
+fn a_bad_composed_spec_exits_2_naming_the_spec() {
+    let dir = scratch("online-bad-composed");
+    let sc = scenario(&dir, "");
+    for (spec, says) in [
+        ("kale+dlrover", "`kale` is an autoscaler"),
+        ("dlrover+nope", "unknown policy `nope`"),
+        ("static+hpa+kale", "at most two parts"),
+        ("dlrover+", "an empty part"),
+        ("dlrover[rho=x]+kale", "rho"),
+    ] {
+        let out = dir.join("out");
+        let o = dlsim(&[
+            "replay",
+            path_str(&sc),
+            "--policy",
+            spec,
+            "--out",
+            path_str(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{spec}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--policy") && e.contains(&format!("`{spec}`")) && e.contains(says),
+            "{spec}: {e}"
+        );
+        assert!(e.lines().count() <= 2, "one readable error: {e}");
+        assert!(!out.exists(), "{spec}: nothing written");
+    }
+}
+
+/// `jobs.csv` holds batch and online jobs by id, so an online job may not take a trace
+/// job's id: one error naming the trace file, line and field, exit 2.
+#[test]
+fn an_online_job_id_taken_by_a_trace_job_is_refused() {
+    let dir = scratch("online-id-clash");
+    let text = std::fs::read_to_string(repo().join("scenarios/mixed-antgroup.json"))
+        .unwrap()
+        .replace(
+            "../traces/",
+            &format!("{}/", repo().join("traces").display()),
+        )
+        .replace("\"id\": 900002", "\"id\": 7");
+    let sc = dir.join("clash.json");
+    std::fs::write(&sc, text).unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("antgroup-sample.jsonl:") && e.contains("field `id`") && e.contains("ads-ctr"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+/// `dlsim check` blesses the online metrics of a run with online jobs, and a later check
+/// compares them.
+#[test]
+fn check_blesses_and_compares_online_metrics() {
+    let dir = scratch("online-check");
+    let sc = scenario(&dir, "");
+    let out = dir.join("run");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let baseline = dir.join("baseline.json");
+    let o = dlsim(&[
+        "check",
+        "--baseline",
+        path_str(&baseline),
+        "--bless",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let b: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    let metrics = &b["runs"]["hpa"]["metrics"];
+    for key in [
+        "online_violation_rate",
+        "online_accumulated_lag_min",
+        "online_downtime_min",
+        "online_gpu_hours",
+    ] {
+        assert!(metrics[key].is_number(), "{key}: {b}");
+    }
+    let o = dlsim(&["check", "--baseline", path_str(&baseline), path_str(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("online_gpu_hours"), "{}", stdout(&o));
+}
+
+/// `dlsim sweep` takes composed specs: the mixed scenario under two of them, one seed.
+#[test]
+fn sweep_runs_composed_specs_on_the_mixed_scenario() {
+    let dir = scratch("online-sweep");
+    let sweep = dir.join("mixed-sweep.json");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"{{ "name": "mixed-sweep", "scenario": "{}", "seed": 1, "seeds": 1,
+  "policies": ["static+hpa", "dlrover+kale"] }}"#,
+            repo().join("scenarios/mixed-antgroup.json").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["sweep", path_str(&sweep), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(
+        results.contains("static+hpa") && results.contains("dlrover+kale"),
+        "{results}"
     );
 }

@@ -12,10 +12,14 @@ type Build = fn(&str) -> Result<(), SpecError>;
 /// Every documented policy with its registry's builder.
 fn registries() -> Vec<(&'static PolicyDoc, Build)> {
     let batch = |s: &str| dlsim_policies::build(s).map(|_| ());
-    let online = |s: &str| dlsim_online::policy::build(s).map(|_| ());
+    let online = |s: &str| dlsim_policies::autoscale::build(s).map(|_| ());
     let mut all: Vec<(&'static PolicyDoc, Build)> = Vec::new();
     all.extend(dlsim_policies::POLICY_DOCS.iter().map(|d| (*d, batch as _)));
-    all.extend(dlsim_online::policy::DOCS.iter().map(|d| (*d, online as _)));
+    all.extend(
+        dlsim_policies::autoscale::DOCS
+            .iter()
+            .map(|d| (*d, online as _)),
+    );
     all
 }
 
@@ -34,8 +38,11 @@ fn spelled_out(doc: &PolicyDoc) -> String {
 fn the_registry_lists_exactly_the_keys_each_policy_accepts() {
     let names: Vec<&str> = dlsim_policies::POLICY_DOCS.iter().map(|d| d.name).collect();
     assert_eq!(names, dlsim_policies::POLICY_NAMES);
-    let online: Vec<&str> = dlsim_online::policy::DOCS.iter().map(|d| d.name).collect();
-    assert_eq!(online.join(", "), dlsim_online::policy::KNOWN);
+    let online: Vec<&str> = dlsim_policies::autoscale::DOCS
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(online, dlsim_policies::AUTOSCALER_NAMES);
     for (doc, build) in registries() {
         build(doc.name).unwrap_or_else(|e| panic!("{}: {e}", doc.name));
         // Every documented default is a value the policy accepts.
@@ -161,7 +168,7 @@ fn the_readme_table_of_policies_is_the_registry() {
     let table = stdout(&o);
     for d in dlsim_policies::POLICY_DOCS
         .iter()
-        .chain(dlsim_online::policy::DOCS)
+        .chain(dlsim_policies::autoscale::DOCS)
     {
         assert!(table.contains(&format!("| `{}` |", d.name)), "{table}");
     }
@@ -180,8 +187,9 @@ fn the_readme_table_of_policies_is_the_registry() {
     let names: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     assert_eq!(names, dlsim_policies::POLICY_NAMES);
     let o = dlsim(&["policies", "--names", "online"]);
-    assert_eq!(
-        stdout(&o).lines().collect::<Vec<_>>().join(", "),
-        dlsim_online::policy::KNOWN
-    );
+    let online: Vec<&str> = dlsim_policies::autoscale::DOCS
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), online);
 }

@@ -138,7 +138,7 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     std::fs::write(
         kale.join("paper.json"),
         text.replacen(
-            "\"metric\": \"summary.violation_rate\"",
+            "\"metric\": \"summary.online_violation_rate\"",
             "\"metric\": \"jobs.max(x)\"",
             1,
         ),

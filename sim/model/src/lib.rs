@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod faults;
 pub mod job;
 pub mod metrics;
+pub mod online;
 pub mod perf;
 pub mod policy;
 pub mod resources;

@@ -66,6 +66,56 @@ pub struct Summary {
     pub rejected_actions: u64,
     pub makespan_s: f64,
     pub events: u64,
+    /// Online jobs' totals (present when the scenario has online jobs): Kale's metrics
+    /// summed over jobs, the violation rate over all their sampled minutes.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub online: Option<OnlineTotals>,
+    /// Each online job's metrics.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub online_jobs: Vec<crate::online::OnlineSummary>,
+}
+
+/// The online jobs of a run, together (flattened into `summary.json` as `online_*`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OnlineTotals {
+    pub online_violation_rate: f64,
+    pub online_accumulated_lag_min: f64,
+    pub online_downtime_min: f64,
+    pub online_gpu_hours: f64,
+    pub online_rescales: u64,
+    pub online_pods_lost: u64,
+    /// Holt-Winters' forecast MAPE (%) `rescale` minutes ahead, averaged over the jobs
+    /// long enough to evaluate it (absent when none is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub online_forecast_mape_pct: Option<f64>,
+}
+
+impl OnlineTotals {
+    /// The totals of `jobs`; `None` for a run without online jobs.
+    pub fn of(jobs: &[crate::online::OnlineSummary]) -> Option<OnlineTotals> {
+        if jobs.is_empty() {
+            return None;
+        }
+        let minutes: u64 = jobs.iter().map(|j| j.minutes).sum();
+        let violations: f64 = jobs
+            .iter()
+            .map(|j| j.violation_rate * j.minutes as f64)
+            .sum();
+        let mapes: Vec<f64> = jobs
+            .iter()
+            .filter_map(|j| j.forecast_mape_pct.get("holt_winters")?.as_f64())
+            .collect();
+        Some(OnlineTotals {
+            online_violation_rate: violations / minutes.max(1) as f64,
+            online_accumulated_lag_min: jobs.iter().map(|j| j.accumulated_lag_min).sum(),
+            online_downtime_min: jobs.iter().map(|j| j.downtime_min).sum(),
+            online_gpu_hours: jobs.iter().map(|j| j.gpu_hours).sum(),
+            online_rescales: jobs.iter().map(|j| j.rescales).sum(),
+            online_pods_lost: jobs.iter().map(|j| j.pods_lost).sum(),
+            online_forecast_mape_pct: (!mapes.is_empty())
+                .then(|| mapes.iter().sum::<f64>() / mapes.len() as f64),
+        })
+    }
 }
 
 /// The `q`-quantile of sorted data by linear interpolation between closest ranks.
@@ -114,7 +164,7 @@ pub struct JobTally {
     makespan: Option<dlsim_engine::SimTime>,
 }
 
-const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s\n";
+pub const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s\n";
 
 impl JobTally {
     /// Jobs tallied so far: every job is tallied once, when it ends.
@@ -174,6 +224,7 @@ pub struct SummaryInputs<'a> {
     pub capacity: Resources,
     pub events: u64,
     pub rejected_actions: u64,
+    pub online: &'a [crate::online::OnlineSummary],
 }
 
 pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
@@ -228,6 +279,8 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         rejected_actions: x.rejected_actions,
         makespan_s: t.makespan.map_or(0.0, |t| t.as_secs_f64()),
         events: x.events,
+        online_jobs: x.online.to_vec(),
+        online: OnlineTotals::of(x.online),
     };
     debug_assert!(
         summary.non_finite().is_none(),

@@ -441,4 +441,106 @@ pub trait Policy {
     fn quiet_until(&self) -> Option<SimTime> {
         None
     }
+
+    /// A fresh per-job autoscaler for each online job of the run (a composed spec such as
+    /// `dlrover+kale`); `None` (the default): online jobs keep their initial workers.
+    fn new_autoscaler(&self) -> Option<Box<dyn Autoscaler>> {
+        None
+    }
+}
+
+// ---- Online jobs: the per-job autoscaler interface (issue #19) ----
+
+/// A pod's phase as the Kubernetes API reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnlinePodPhase {
+    Pending,
+    Running,
+}
+
+/// One scraped metric sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MetricSample {
+    /// GPU utilisation (0..1), CPU utilisation of the request (0..1), or samples/s.
+    pub value: f64,
+    /// When the sample's window ended.
+    pub timestamp: SimTime,
+    /// The window the sample averages over.
+    pub window: SimTime,
+}
+
+/// What the API server and the metrics pipeline say about one worker pod.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PodObs {
+    pub phase: OnlinePodPhase,
+    /// The Ready condition, with the time it last changed.
+    pub ready: bool,
+    pub ready_transition: SimTime,
+    /// `status.startTime` (set once the pod is scheduled).
+    pub start_time: SimTime,
+    pub gpu_util: Option<MetricSample>,
+    pub cpu_util: Option<MetricSample>,
+    pub sps: Option<MetricSample>,
+}
+
+/// Everything a policy may observe at a decision.
+pub struct OnlineView<'a> {
+    pub now: SimTime,
+    /// The replica count last asked for (Kubernetes `spec.replicas`).
+    pub target: u32,
+    pub pods: &'a [PodObs],
+    /// Observed total arrival rate per completed minute (Kafka ingress counters).
+    pub minute_rates: &'a [f64],
+    /// Untrained samples in the topic and the age of the oldest (Kafka consumer lag).
+    pub backlog_samples: f64,
+    pub lag_s: f64,
+    /// Whether pods are starting or the stream is being rebuilt (a rescale in progress).
+    pub rescaling: bool,
+    /// Synchronous or asynchronous training (the operator knows which).
+    pub mode: crate::online::scenario::TrainMode,
+    /// The offline throughput benchmark (repeat-major).
+    pub profile: &'a [crate::online::throughput::ProfilePoint],
+    pub profile_repeats: u32,
+    pub max_workers: u32,
+    /// Minutes the run lasts.
+    pub run_minutes: usize,
+    /// Seconds a rescale takes end to end (platform constant, known to operators).
+    pub rescale_s: f64,
+    /// The job's lag SLO in seconds (the operator's own target).
+    pub slo_lag_s: f64,
+    /// Future true rates, for the labelled oracle forecaster only.
+    /// Ground truth: public so that tests can build views, but read only through
+    /// [`OnlineView::oracle_future`], by a policy labelled `oracle`.
+    pub oracle: &'a [f64],
+}
+
+impl OnlineView<'_> {
+    /// The true total rate for minutes `from..to` (oracle only: this is ground truth).
+    pub fn oracle_future(&self, from: usize, to: usize) -> &[f64] {
+        let end = to.min(self.oracle.len());
+        &self.oracle[from.min(end)..end]
+    }
+
+    pub fn now_minute(&self) -> usize {
+        (self.now.as_ms() / 60_000) as usize
+    }
+}
+
+/// A per-job autoscaler of online jobs (`hpa`, `kale`, ...): one instance per online job,
+/// consulted at its own interval with what that job's operator could observe.
+pub trait Autoscaler {
+    /// Canonical spec string (used in outputs).
+    fn name(&self) -> String;
+    /// How often `decide` is called; a multiple of the scenario's step.
+    fn interval(&self) -> SimTime;
+    /// The data-plane shuffling this policy turns on, if any.
+    fn shuffle(&self) -> Option<crate::online::stream::ShuffleConfig> {
+        None
+    }
+    /// The desired worker count, or `None` to leave the target alone.
+    fn decide(&mut self, view: &OnlineView) -> Option<u32>;
+    /// Policy-specific figures for `summary.json` (fit errors, forecaster, ...).
+    fn report(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }

@@ -37,6 +37,20 @@ impl Resources {
         self.cpu_milli <= other.cpu_milli && self.mem_mb <= other.mem_mb && self.gpu <= other.gpu
     }
 
+    /// How many `req` fit side by side in `self` (as a capacity); 0 for an empty request.
+    pub fn count_of(&self, req: &Resources) -> u64 {
+        let dims = [
+            (self.cpu_milli, req.cpu_milli),
+            (self.mem_mb, req.mem_mb),
+            (u64::from(self.gpu), u64::from(req.gpu)),
+        ];
+        dims.iter()
+            .filter(|(_, r)| *r > 0)
+            .map(|(c, r)| c / r)
+            .min()
+            .unwrap_or(0)
+    }
+
     pub fn scaled(&self, n: u64) -> Resources {
         Resources {
             cpu_milli: self.cpu_milli * n,

@@ -16,6 +16,8 @@ pub struct RunOutput {
     pub timeline_csv: String,
     /// `observations.csv`, when the scenario traces observations.
     pub observations_csv: Option<String>,
+    /// `online.csv`, when the scenario has online jobs.
+    pub online_csv: Option<String>,
     pub world: World,
 }
 
@@ -70,6 +72,7 @@ pub fn run_with_progress(
         scenario.file.name.clone()
     };
     let policy = world.policy_spec();
+    let online = world.online_summaries(&name, scenario.file.seed);
     let summary = metrics::summarize(&SummaryInputs {
         scenario: &name,
         policy: &policy,
@@ -79,12 +82,14 @@ pub fn run_with_progress(
         capacity: world.cluster.capacity(),
         events,
         rejected_actions: world.rejected_actions,
+        online: &online,
     });
     let summary_json = serde_json::to_string_pretty(&summary).expect("summary serialises") + "\n";
     RunOutput {
-        jobs_csv: std::mem::take(&mut world.tally.csv),
+        jobs_csv: std::mem::take(&mut world.tally.csv) + &world.online_jobs_rows(),
         timeline_csv: metrics::timeline_csv(&world.timeline),
         observations_csv: world.observations.take(),
+        online_csv: world.online_csv(),
         summary,
         summary_json,
         world,
@@ -92,11 +97,12 @@ pub fn run_with_progress(
 }
 
 /// Every file a batch replay may write into its folder (`run.json` is the CLI's).
-pub const RUN_FILES: [&str; 5] = [
+pub const RUN_FILES: [&str; 6] = [
     "summary.json",
     "jobs.csv",
     "timeline.csv",
     "observations.csv",
+    "online.csv",
     "run.json",
 ];
 
@@ -109,6 +115,9 @@ impl RunOutput {
         write_atomic(&dir.join("jobs.csv"), self.jobs_csv.as_bytes())?;
         if let Some(obs) = &self.observations_csv {
             write_atomic(&dir.join("observations.csv"), obs.as_bytes())?;
+        }
+        if let Some(online) = &self.online_csv {
+            write_atomic(&dir.join("online.csv"), online.as_bytes())?;
         }
         write_atomic(&dir.join("timeline.csv"), self.timeline_csv.as_bytes())
     }

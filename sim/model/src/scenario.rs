@@ -46,6 +46,9 @@ pub struct ScenarioFile {
     /// Stop the run at this time; jobs not finished by then count as unfinished.
     #[serde(default)]
     pub horizon_s: Option<u64>,
+    /// Online (streaming) jobs, running from time 0 on the same cluster (`crate::online`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub online: Vec<crate::online::OnlineJobFile>,
 }
 
 fn default_seed() -> u64 {
@@ -240,6 +243,8 @@ pub struct Scenario {
     /// Record what policies observe into `observations.csv` (a run option, not a file
     /// field: `dlsim replay --trace-observations`).
     pub trace_observations: bool,
+    /// The online jobs, validated, with the rate series they follow.
+    pub online: Vec<crate::online::OnlineInput>,
 }
 
 /// A trace file a run reads as it goes: validated whole when the scenario loaded.
@@ -279,6 +284,16 @@ impl Scenario {
     }
 
     fn parse(path: &Path, text: &str, stream: bool) -> Result<Scenario, InputError> {
+        if crate::online::scenario::is_online_text(text) {
+            // An online-only file (`"kind": "online"`): validated as written, then loaded
+            // as the scenario it stands for.
+            let converted = crate::online::scenario::legacy_scenario_text(path, text)?;
+            return Scenario::parse_file(path, &converted, stream);
+        }
+        Scenario::parse_file(path, text, stream)
+    }
+
+    fn parse_file(path: &Path, text: &str, stream: bool) -> Result<Scenario, InputError> {
         let file: ScenarioFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let at = |key: &str, msg: String| InputError::new(path, msg).field_in(text, key);
@@ -327,6 +342,7 @@ impl Scenario {
             }
         }
         let nodes = load_nodes(path, text, base, &file.cluster)?;
+        let online = load_online(path, text, base, &file.online, &nodes)?;
         let cap = crate::settings::time_cap_s(file.timeline_interval_s);
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
@@ -335,12 +351,13 @@ impl Scenario {
                     "give either `trace` or `generate`, not both".into(),
                 ))
             }
-            (None, None) => {
+            (None, None) if online.is_empty() => {
                 return Err(at(
                     "trace",
-                    "missing workload: give `trace` (a file) or `generate`".into(),
+                    "missing workload: give `trace` (a file), `generate` or `online` jobs".into(),
                 ))
             }
+            (None, None) => (Vec::new(), path.to_path_buf(), Vec::new()),
             (Some(t), _) if missing_file(&base.join(t)).is_some() => {
                 let why = missing_file(&base.join(t)).unwrap_or_default();
                 return Err(at("trace", why));
@@ -351,6 +368,7 @@ impl Scenario {
                 for record in dlsim_traces::TraceReader::open(&tp)? {
                     let (line, job) = record?;
                     check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line], cap)?;
+                    check_online_ids(&online, std::slice::from_ref(&job), &tp, &[line])?;
                     count += 1;
                 }
                 return Ok(Scenario {
@@ -364,6 +382,7 @@ impl Scenario {
                     }),
                     keep_ended: true,
                     trace_observations: false,
+                    online,
                 });
             }
             (Some(t), None) => {
@@ -378,6 +397,7 @@ impl Scenario {
             }
         };
         check_jobs_fit(&nodes, &jobs, &trace_path, &lines, cap)?;
+        check_online_ids(&online, &jobs, &trace_path, &lines)?;
         Ok(Scenario {
             path: path.to_path_buf(),
             file,
@@ -386,8 +406,86 @@ impl Scenario {
             stream: None,
             keep_ended: true,
             trace_observations: false,
+            online,
         })
     }
+}
+
+/// Refuses a trace job whose id an online job has (`jobs.csv` holds both, by id).
+fn check_online_ids(
+    online: &[crate::online::OnlineInput],
+    jobs: &[JobSpec],
+    file: &Path,
+    lines: &[usize],
+) -> Result<(), InputError> {
+    for (job, &line) in jobs.iter().zip(lines) {
+        if let Some(o) = online.iter().find(|o| o.id == job.id) {
+            return Err(InputError::new(
+                file,
+                format!(
+                    "job id {} is also online job `{}`'s id (give the online job another `id`)",
+                    job.id, o.file.name
+                ),
+            )
+            .at_line(line)
+            .field("id"));
+        }
+    }
+    Ok(())
+}
+
+/// Validates the scenario's online jobs and reads the rate series they follow.
+fn load_online(
+    path: &Path,
+    text: &str,
+    base: &Path,
+    jobs: &[crate::online::OnlineJobFile],
+    nodes: &[Node],
+) -> Result<Vec<crate::online::OnlineInput>, InputError> {
+    let err = crate::online::scenario::field_error(path, text);
+    let mut names = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(jobs.len());
+    for (i, job) in jobs.iter().enumerate() {
+        let prefix = format!("online[{i}].");
+        crate::online::scenario::validate_job_file(job, &prefix, &err)?;
+        let field = format!("{prefix}name");
+        if job.name.is_empty() || job.name.contains([',', '"', '\n', '\r']) {
+            return Err(err(
+                &field,
+                "must be a non-empty name without commas, quotes or line breaks",
+            ));
+        }
+        if !names.insert(job.name.as_str()) {
+            return Err(err(
+                &field,
+                &format!("`{}` names two online jobs", job.name),
+            ));
+        }
+        let id = job.id.unwrap_or(i as u64);
+        if out.iter().any(|o: &crate::online::OnlineInput| o.id == id) {
+            return Err(err(
+                &format!("{prefix}id"),
+                &format!("id {id} names two online jobs"),
+            ));
+        }
+        let req = job.worker.request();
+        if !nodes.iter().any(|n| req.fits_in(&n.capacity)) {
+            return Err(err(
+                &format!("{prefix}worker"),
+                &format!("a worker pod ({req:?}) fits no node of the cluster"),
+            ));
+        }
+        let shape = match &job.traffic.file {
+            Some(p) => Some(crate::online::rates::read_series(&base.join(p))?),
+            None => None,
+        };
+        out.push(crate::online::OnlineInput {
+            id,
+            file: job.clone(),
+            shape,
+        });
+    }
+    Ok(out)
 }
 
 impl Scenario {

@@ -29,6 +29,9 @@ pub enum SpecError {
         value: String,
         why: String,
     },
+    /// A part of a composed spec (`dlrover+kale`) is bad: the error names the whole spec.
+    #[error("in `{spec}`: {inner}")]
+    InComposed { spec: String, inner: Box<SpecError> },
 }
 
 /// One parameter of a policy, as `dlsim policies` lists it.
@@ -248,6 +251,38 @@ pub fn split_list(list: &str) -> Vec<String> {
     out
 }
 
+/// Splits a composed spec, `dlrover[rho=2.5]+kale`, at the `+` outside brackets into its
+/// cluster-level part and its per-job autoscaler part; a spec without `+` is one part.
+/// More than two parts, or an empty one, is malformed.
+pub fn split_composed(spec: &str) -> Result<Vec<&str>, SpecError> {
+    let (mut parts, mut start, mut depth) = (Vec::new(), 0, 0i32);
+    for (i, c) in spec.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            '+' if depth == 0 => {
+                parts.push(spec[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(spec[start..].trim());
+    let malformed = |why: &str| SpecError::Malformed {
+        spec: spec.to_string(),
+        why: why.to_string(),
+    };
+    if parts.len() > 2 {
+        return Err(malformed(
+            "at most two parts, a cluster policy and an autoscaler: `dlrover+kale`",
+        ));
+    }
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(malformed("an empty part around `+`"));
+    }
+    Ok(parts)
+}
+
 /// A folder name for a run of `spec`: `dlrover[rho=2.5,mu=0.3]` -> `dlrover-rho-2.5-mu-0.3`.
 /// Letters, digits, `.` and `_` are kept; every other character (`[`, `=`, `,`, `]`, ...)
 /// becomes one `-` (runs of them collapse), and no `-` leads or trails.
@@ -266,6 +301,19 @@ pub fn folder_name(spec: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn composed_specs_split_at_the_plus_outside_brackets() {
+        assert_eq!(split_composed("dlrover").unwrap(), vec!["dlrover"]);
+        assert_eq!(
+            split_composed("dlrover[rho=2.5] + kale[forecaster=oracle]").unwrap(),
+            vec!["dlrover[rho=2.5]", "kale[forecaster=oracle]"]
+        );
+        assert_eq!(split_composed("x[a=1+2]+y").unwrap(), vec!["x[a=1+2]", "y"]);
+        assert!(split_composed("a+b+c").is_err());
+        assert!(split_composed("+kale").is_err());
+        assert_eq!(folder_name("dlrover+kale"), "dlrover-kale");
+    }
 
     #[test]
     fn lists_split_outside_brackets_and_folders_are_clean() {

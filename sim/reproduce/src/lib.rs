@@ -139,13 +139,7 @@ pub fn validate(papers: &[Paper], opts: &Options) -> Result<(), String> {
 
 /// One arm's run, loaded and validated: its scenario (overrides and seed applied) and its
 /// policy; `None` for a PICASSO experiment, which has no scenario.
-enum Prepared {
-    Batch(Box<Scenario>, Box<dyn dlsim_model::policy::Policy>),
-    Online(
-        Box<dlsim_online::OnlineScenario>,
-        Box<dyn dlsim_online::policy::OnlinePolicy>,
-    ),
-}
+struct Prepared(Box<Scenario>, Box<dyn dlsim_model::policy::Policy>);
 
 fn prepare(
     p: &Paper,
@@ -160,17 +154,11 @@ fn prepare(
     let text = scenario_text(p, exp, quick, seed);
     let path = p.dir().join(name);
     let arm = |e: &dyn std::fmt::Display| format!("{}: arm `{spec}`: {e}", p.path.display());
-    Ok(Some(if dlsim_online::scenario::is_online_text(&text) {
-        let sc = dlsim_online::scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-        let policy = dlsim_online::policy::build(spec).map_err(|e| arm(&e))?;
-        Prepared::Online(Box::new(sc), policy)
-    } else {
-        let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-        Prepared::Batch(
-            Box::new(sc),
-            dlsim_policies::build(spec).map_err(|e| arm(&e))?,
-        )
-    }))
+    let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
+    Ok(Some(Prepared(
+        Box::new(sc),
+        dlsim_policies::build(spec).map_err(|e| arm(&e))?,
+    )))
 }
 
 use dlsim_model::Scenario;
@@ -220,17 +208,7 @@ fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> 
                 ..RunData::default()
             })
         }
-        Some(Prepared::Online(sc, policy)) => {
-            let traffic =
-                dlsim_online::run::traffic_for(&sc, &dlsim_engine::RngStreams::new(t.seed))
-                    .map_err(|e| e.to_string())?;
-            let out = dlsim_online::run::run(&sc, traffic, policy);
-            Ok(RunData {
-                summary: serde_json::to_value(&out.summary).expect("summary serialises"),
-                ..RunData::default()
-            })
-        }
-        Some(Prepared::Batch(mut sc, policy)) => {
+        Some(Prepared(mut sc, policy)) => {
             sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
             let out = dlsim_model::run(&sc, policy);
             Ok(RunData {

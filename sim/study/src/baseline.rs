@@ -75,6 +75,11 @@ impl Default for Baseline {
             ("jobs_failed", t(Worse::Higher, 2.0, 0.0)),
             ("cluster_cpu_util", t(Worse::Lower, 0.01, 0.0)),
             ("cluster_mem_util", t(Worse::Lower, 0.01, 0.0)),
+            // Runs with online jobs (absent from other runs' summaries, so not blessed).
+            ("online_violation_rate", t(Worse::Higher, 0.005, 0.0)),
+            ("online_accumulated_lag_min", t(Worse::Higher, 0.0, 0.05)),
+            ("online_downtime_min", t(Worse::Higher, 0.0, 0.05)),
+            ("online_gpu_hours", t(Worse::Higher, 0.0, 0.02)),
         ];
         Baseline {
             format: "dlsim-baseline".into(),

@@ -300,7 +300,17 @@ pub fn scalar(v: &Value) -> String {
     }
 }
 
+/// The canonical form of a policy spec, composed (`dlrover+kale`) or not.
 fn canonical(spec: &str) -> Result<String, String> {
+    if dlsim_policies::split_composed(spec)
+        .map_err(|e| e.to_string())?
+        .len()
+        > 1
+    {
+        return dlsim_policies::build(spec)
+            .map(|p| p.spec())
+            .map_err(|e| e.to_string());
+    }
     PolicySpec::parse(spec)
         .map(|s| s.canonical())
         .map_err(|e| e.to_string())
@@ -342,6 +352,15 @@ fn policy_specs(file: &SweepFile) -> Result<Vec<(String, String)>, (String, Stri
             Policies::List(_) => format!("policies[{i}]"),
             Policies::All(_) => "policies".into(),
         };
+        let parts =
+            dlsim_policies::split_composed(name).map_err(|e| (listed.clone(), e.to_string()))?;
+        if parts.len() > 1 {
+            // A composed spec (`dlrover+kale`) is one variant: `policy_params` grids apply
+            // to plain specs only.
+            let spec = canonical(name).map_err(|e| (listed.clone(), e))?;
+            out.push((spec.clone(), spec));
+            continue;
+        }
         let base = PolicySpec::parse(name).map_err(|e| (listed.clone(), e.to_string()))?;
         let grid = file
             .policy_params

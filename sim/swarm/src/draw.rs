@@ -2,7 +2,7 @@
 //! fault class, elasticity and recovery costs, start-up latencies, observation settings,
 //! horizons; and short online (streaming) scenarios. Each is written as the JSON a user
 //! would write and loaded through the same validation (`Scenario::from_text`,
-//! `dlsim_online::scenario::from_text`), so a draw the limits refuse is itself a failure.
+//! `dlsim_model::Scenario::from_text`), so a draw the limits refuse is itself a failure.
 
 use dlsim_engine::{RngStreams, SimRng};
 use rand::Rng;

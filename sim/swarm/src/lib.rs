@@ -13,7 +13,6 @@ pub mod chaos;
 pub mod check;
 pub mod draw;
 
-use dlsim_engine::RngStreams;
 use dlsim_model::policy::{Policy, Sharding};
 use dlsim_model::Scenario;
 use std::cell::RefCell;
@@ -97,18 +96,21 @@ pub fn run_online(seed: u64, spec: &str) -> Result<String, String> {
     let mut json = draw::online(seed);
     json["policy"] = spec.into();
     let path = Path::new("swarm-online.json");
-    let sc = dlsim_online::scenario::from_text(path, &json.to_string())
+    let sc = dlsim_model::Scenario::from_text(path, &json.to_string())
         .map_err(|e| format!("the draw was refused on load: {e}"))?;
-    let policy = dlsim_online::policy::build(spec).map_err(|e| e.to_string())?;
-    let traffic = dlsim_online::run::traffic_for(&sc, &RngStreams::new(sc.file.seed))
-        .map_err(|e| e.to_string())?;
-    let out = dlsim_online::run::run(&sc, traffic, policy);
-    let summary = serde_json::to_value(&out.summary).map_err(|e| e.to_string())?;
+    let policy = dlsim_policies::build(spec).map_err(|e| e.to_string())?;
+    let out = dlsim_model::run(&sc, policy);
+    let whole = serde_json::to_value(&out.summary).map_err(|e| e.to_string())?;
+    if let Some(bad) = check::non_finite(&whole, "") {
+        return Err(format!("summary: {bad}"));
+    }
+    let summary = whole["online_jobs"][0].clone();
+    let job = &out.world.online[0];
     check::online(
         &summary,
-        &out.timeline_csv,
-        sc.horizon_s() / 60,
-        sc.max_workers(),
+        out.online_csv.as_deref().unwrap_or_default(),
+        job.spec.horizon_s() / 60,
+        job.max_workers,
     )?;
     Ok(format!(
         "{} minutes, {} events",

@@ -87,6 +87,7 @@ impl World {
         for p in self.pods_on(n) {
             self.pod_failed(now, p, Cause::NodeFailure, queue);
         }
+        self.online_node_lost(now, n);
         self.cluster.set_down(n, true);
         let repair = SimTime::from_secs_f64_ceil(self.faults.node_repair_h * 3_600.0);
         queue.push(now.saturating_add(repair), Event::NodeRepair(n));
@@ -154,6 +155,10 @@ impl World {
             if self.pods.get(p).is_some_and(|x| x.placed()) {
                 self.pod_failed(now, p, Cause::Evicted, queue);
             }
+        }
+        if !(self.cluster.nodes()[n].allocated + demand).fits_in(&cap) {
+            // Online pods go last (their jobs serve fresh models).
+            self.online_node_lost(now, n);
         }
         self.cluster.set_reserved(n, demand);
     }

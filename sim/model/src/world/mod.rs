@@ -24,6 +24,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 mod cloud;
 mod elastic;
 mod observe;
+mod online;
 pub mod recorded;
 mod recovery;
 
@@ -87,6 +88,13 @@ pub enum Event {
     RecordedScale {
         job: usize,
         k: usize,
+    },
+    /// Online job `0`'s tick (`world/online.rs`): every `step_s` of it until its horizon.
+    OnlineTick(usize),
+    /// A pod of an online job finished loading its model.
+    OnlinePodLoaded {
+        job: usize,
+        pod: u64,
     },
 }
 
@@ -177,6 +185,8 @@ pub struct World {
     pub observations: Option<String>,
     pub timeline: Vec<TimelineRow>,
     pub rejected_actions: u64,
+    /// The scenario's online jobs, by index (`world/online.rs`).
+    pub online: Vec<crate::online::OnlineJob>,
 }
 
 impl World {
@@ -218,9 +228,11 @@ impl World {
         let cloud = cloud::CloudState::new(&streams, &f.faults, scenario.nodes.len(), queue);
         let observe_pods = policy.observes_pods() || scenario.trace_observations;
         let ticks = policy.tick_interval().is_some();
-        World {
+        let online = online::build_jobs(scenario, policy.as_ref());
+        let mut world = World {
             cluster: Cluster::new(scenario.nodes.clone(), f.cluster.placement),
-            unfinished: n,
+            // Online jobs count as unfinished until their horizon.
+            unfinished: n + online.len(),
             jobs: Slots::empty(n),
             pods: Slots::default(),
             specs: scenario.jobs.clone(),
@@ -280,7 +292,10 @@ impl World {
                 .then(|| observe::OBSERVATIONS_HEADER.to_string()),
             timeline: Vec::new(),
             rejected_actions: 0,
-        }
+            online,
+        };
+        world.online_start(queue);
+        world
     }
 
     pub fn policy_spec(&self) -> String {
@@ -1130,6 +1145,8 @@ impl dlsim_engine::World for World {
                     self.end_job(now, job, Outcome::Failed(FailReason::Scheduling));
                 }
             }
+            Event::OnlineTick(k) => self.online_tick(now, k, queue),
+            Event::OnlinePodLoaded { job, pod } => self.online_pod_loaded(now, job, pod),
         }
     }
 

@@ -37,12 +37,12 @@
 //! reading added the backlog to `L(t)` at every decision, which answered each rescale's
 //! backlog with one more rescale (323 instead of 227 a week on `online-7d`).
 
-use super::{forecaster, num, OnlinePolicy, OnlineView};
-use crate::forecast::Forecaster;
-use crate::stream::ShuffleConfig;
-use crate::throughput::{fit_and_score, FitErrors, FitForm, FittedModel};
+use super::{forecaster, num, Autoscaler, OnlineView};
+use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
-use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
+use dlsim_model::online::forecast::Forecaster;
+use dlsim_model::online::stream::ShuffleConfig;
+use dlsim_model::online::throughput::{fit_and_score, FitErrors, FitForm, FittedModel};
 
 pub struct Kale {
     spec: String,
@@ -139,7 +139,7 @@ fn runs(p: &[u32]) -> Vec<(usize, usize)> {
     out
 }
 
-impl OnlinePolicy for Kale {
+impl Autoscaler for Kale {
     fn name(&self) -> String {
         self.spec.clone()
     }
@@ -218,7 +218,7 @@ impl OnlinePolicy for Kale {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::TrainMode;
+    use dlsim_model::online::scenario::TrainMode;
 
     fn plan(parts: &[(u32, usize)]) -> Vec<u32> {
         parts
@@ -263,8 +263,8 @@ mod tests {
 
     #[test]
     fn eq7_plan_follows_the_forecast_before_the_load_arrives() {
-        use crate::policy::OnlineView;
-        use crate::throughput::{profile, Truth};
+        use dlsim_model::online::throughput::{profile, Truth};
+        use dlsim_model::policy::OnlineView;
         let truth = Truth {
             mode: TrainMode::Sync,
             theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
@@ -333,7 +333,7 @@ mod tests {
     }
 
     /// The fewest workers whose true throughput exceeds `rate`.
-    fn w_for(truth: &crate::throughput::Truth, rate: f64) -> u32 {
+    fn w_for(truth: &dlsim_model::online::throughput::Truth, rate: f64) -> u32 {
         (1..).find(|&w| truth.throughput(w) > rate).unwrap()
     }
 }

@@ -7,9 +7,9 @@
 //! is at or below it (deferred scale-down). It sees no traffic forecast and no backlog, and
 //! does not decide while a rescale is in progress or no pod reports.
 
-use super::{num, OnlinePolicy, OnlineView, PodPhase};
+use super::{num, Autoscaler, OnlinePodPhase, OnlineView};
+use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
-use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,7 +92,7 @@ impl Autopilot {
     }
 }
 
-impl OnlinePolicy for Autopilot {
+impl Autoscaler for Autopilot {
     fn name(&self) -> String {
         self.spec.clone()
     }
@@ -106,7 +106,7 @@ impl OnlinePolicy for Autopilot {
         let ready: Vec<f64> = view
             .pods
             .iter()
-            .filter(|p| p.phase == PodPhase::Running && p.ready)
+            .filter(|p| p.phase == OnlinePodPhase::Running && p.ready)
             .filter_map(|p| p.gpu_util.map(|m| m.value))
             .collect();
         if ready.is_empty() {

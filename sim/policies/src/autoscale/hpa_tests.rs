@@ -24,7 +24,7 @@ fn running(util: f64, now: SimTime) -> PodObs {
         window: at(60),
     };
     PodObs {
-        phase: PodPhase::Running,
+        phase: OnlinePodPhase::Running,
         ready: true,
         ready_transition: SimTime::ZERO,
         start_time: SimTime::ZERO,
@@ -36,7 +36,7 @@ fn running(util: f64, now: SimTime) -> PodObs {
 
 fn pending() -> PodObs {
     PodObs {
-        phase: PodPhase::Pending,
+        phase: OnlinePodPhase::Pending,
         ready: false,
         ready_transition: SimTime::ZERO,
         start_time: SimTime::ZERO,
@@ -48,7 +48,7 @@ fn pending() -> PodObs {
 
 fn missing() -> PodObs {
     PodObs {
-        phase: PodPhase::Running,
+        phase: OnlinePodPhase::Running,
         ready: false,
         gpu_util: None,
         cpu_util: None,

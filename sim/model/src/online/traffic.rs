@@ -8,8 +8,8 @@
 //! minute. Partition shares are lognormal (stream `partitions`), normalised, and fixed for
 //! the run: Kale Fig. 2b's spatial unevenness, without drift between partitions.
 
-use crate::rates::{min_max, RateSeries};
-use crate::scenario::TrafficSpec;
+use crate::online::rates::{min_max, RateSeries};
+use crate::online::scenario::TrafficSpec;
 use dlsim_engine::RngStreams;
 use rand::Rng;
 use rand_distr::{Distribution, Normal};

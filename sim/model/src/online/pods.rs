@@ -1,5 +1,10 @@
-//! Worker pods of the online job: their life cycle through a rescale and what the API
+//! Worker pods of an online job: their life cycle through a rescale and what the API
 //! server and metrics pipeline report about them.
+//!
+//! A pod is placed on a node of the shared cluster by the world (`world/online.rs`); until
+//! it is placed it is Pending and holds nothing, and its load clock starts at placement.
+//! A pod lost with its node ([`Pods::lose_node`]) is replaced like a scale-up, so the job
+//! pays the reload (and, in `restart` mode, every pod reloads).
 //!
 //! A new pod is Pending for `container_start_s + image_pull_s`, then Running but not Ready
 //! while it loads the model (`model_load_s`). Once loaded it joins the consumer group, which
@@ -19,8 +24,8 @@
 //! assumed `0.15 + 0.6 x GPU busy` (input pipeline and lookups scale with throughput; an
 //! assumption of ours). Each sample gets multiplicative Gaussian noise.
 
-use crate::policy::{MetricSample, PodObs, PodPhase};
-use crate::scenario::{RescaleMode, RescaleSpec};
+use crate::online::scenario::{RescaleMode, RescaleSpec};
+use crate::policy::{MetricSample, OnlinePodPhase, PodObs};
 use dlsim_engine::{SimRng, SimTime};
 use rand_distr::{Distribution, Normal};
 use std::collections::VecDeque;
@@ -29,6 +34,9 @@ use std::collections::VecDeque;
 pub struct Pod {
     pub id: u64,
     pub created: SimTime,
+    /// The node holding the pod, once placed, and when it was placed.
+    pub node: Option<usize>,
+    pub placed_at: SimTime,
     pub loaded_at: SimTime,
     pub loaded: bool,
     pub joined: bool,
@@ -45,6 +53,8 @@ pub struct Pods {
     pub paused_until: SimTime,
     mode: RescaleMode,
     cost: RescaleSpec,
+    /// Nodes of placed pods removed since the world last took them (it releases them).
+    freed: Vec<usize>,
 }
 
 impl Pods {
@@ -56,20 +66,25 @@ impl Pods {
             paused_until: SimTime::ZERO,
             mode: cost.mode,
             cost: cost.clone(),
+            freed: Vec::new(),
         };
         p.redeploy(n);
         p
     }
 
-    /// Replaces every pod with `n` loaded, consuming ones, at no cost (time 0 only).
+    /// Replaces every pod with `n` loaded, consuming ones, at no cost (time 0 only; the
+    /// world places them, and one it cannot place loads once it is placed).
     pub fn redeploy(&mut self, n: u32) {
-        self.pods.clear();
+        let freed = self.pods.drain(..).filter_map(|p| p.node);
+        self.freed.extend(freed);
         for _ in 0..n {
             let id = self.next_id;
             self.next_id += 1;
             self.pods.push(Pod {
                 id,
                 created: SimTime::ZERO,
+                node: None,
+                placed_at: SimTime::ZERO,
                 loaded_at: SimTime::ZERO,
                 loaded: true,
                 joined: true,
@@ -80,6 +95,66 @@ impl Pods {
 
     pub fn count(&self) -> u32 {
         self.pods.len() as u32
+    }
+
+    /// Pods holding a node (their GPUs are paid for).
+    pub fn held(&self) -> u32 {
+        self.pods.iter().filter(|p| p.node.is_some()).count() as u32
+    }
+
+    /// Indices of pods waiting for a node, in pod order.
+    pub fn unplaced(&self) -> Vec<usize> {
+        (0..self.pods.len())
+            .filter(|&i| self.pods[i].node.is_none())
+            .collect()
+    }
+
+    /// Pod `i` is placed on `node` at `now`; returns when it finishes loading, if it must
+    /// (a pod of the initial deployment placed at time 0 is loaded already).
+    pub fn place(&mut self, i: usize, node: usize, now: SimTime) -> Option<SimTime> {
+        let load = SimTime::from_secs_f64_ceil(self.cost.load_s());
+        let p = &mut self.pods[i];
+        p.node = Some(node);
+        p.placed_at = now;
+        if p.loaded && now == SimTime::ZERO {
+            return None;
+        }
+        p.loaded = false;
+        p.joined = false;
+        p.loaded_at = now + load;
+        Some(p.loaded_at)
+    }
+
+    /// The nodes of placed pods removed since the last call (to release).
+    pub fn take_freed(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.freed)
+    }
+
+    /// Removes the pods on `node` (it failed, or evicted them; their room is to be released,
+    /// [`Pods::take_freed`]); returns how many. A
+    /// consuming pod leaving rebuilds the stream in `rolling` mode; the world then asks
+    /// for the lost pods again ([`Pods::rescale`] to the target).
+    pub fn lose_node(&mut self, now: SimTime, node: usize) -> u32 {
+        let before = self.pods.len();
+        let mut left_joined = false;
+        self.pods.retain(|p| {
+            let lost = p.node == Some(node);
+            left_joined |= lost && p.joined;
+            !lost
+        });
+        let lost = (before - self.pods.len()) as u32;
+        self.freed.extend(std::iter::repeat_n(node, lost as usize));
+        if left_joined && self.mode == RescaleMode::Rolling {
+            self.pause(now);
+        }
+        if left_joined && self.mode == RescaleMode::Restart {
+            // Synchronous training stops when a member is lost: the others leave the
+            // group and join again with the replacement.
+            for p in &mut self.pods {
+                p.joined = false;
+            }
+        }
+        lost
     }
 
     /// Indices of consuming pods, in id order (their partition ranges follow this order).
@@ -95,16 +170,18 @@ impl Pods {
         Pod {
             id,
             created: now,
-            loaded_at: now + SimTime::from_secs_f64_ceil(self.cost.load_s()),
+            node: None,
+            placed_at: now,
+            loaded_at: SimTime::MAX,
             loaded: false,
             joined: false,
             window: VecDeque::new(),
         }
     }
 
-    /// Changes the pod count to `n` at `now`; returns `(pod id, loaded_at)` of pods that
-    /// must be woken when loaded.
-    pub fn rescale(&mut self, now: SimTime, n: u32) -> Vec<(u64, SimTime)> {
+    /// Changes the pod count to `n` at `now`. New pods wait for the world to place them
+    /// ([`Pods::unplaced`]); removed pods' nodes are to be released ([`Pods::take_freed`]).
+    pub fn rescale(&mut self, now: SimTime, n: u32) {
         let n = n as usize;
         // Remove the newest pods first, those not consuming before those that are.
         while self.pods.len() > n {
@@ -113,6 +190,7 @@ impl Pods {
                 .find(|&i| !self.pods[i].joined)
                 .unwrap_or(self.pods.len() - 1);
             let removed = self.pods.remove(victim);
+            self.freed.extend(removed.node);
             if removed.joined && self.mode == RescaleMode::Rolling {
                 self.pause(now);
             }
@@ -122,7 +200,8 @@ impl Pods {
             for i in 0..self.pods.len() {
                 if self.pods[i].loaded {
                     let fresh = self.new_pod(now);
-                    self.pods[i] = fresh;
+                    let old = std::mem::replace(&mut self.pods[i], fresh);
+                    self.freed.extend(old.node);
                 }
             }
         }
@@ -130,11 +209,6 @@ impl Pods {
             let p = self.new_pod(now);
             self.pods.push(p);
         }
-        self.pods
-            .iter()
-            .filter(|p| !p.loaded)
-            .map(|p| (p.id, p.loaded_at))
-            .collect()
     }
 
     fn pause(&mut self, now: SimTime) {
@@ -203,10 +277,12 @@ impl Pods {
         self.pods
             .iter()
             .map(|p| {
-                let phase = if now < p.created + SimTime::from_secs_f64_ceil(pending_s) {
-                    PodPhase::Pending
+                let phase = if p.node.is_none()
+                    || now < p.placed_at + SimTime::from_secs_f64_ceil(pending_s)
+                {
+                    OnlinePodPhase::Pending
                 } else {
-                    PodPhase::Running
+                    OnlinePodPhase::Running
                 };
                 // The readiness probe passes once the model is loaded; a consumer-group
                 // rebuild does not fail it (the pod is up, it just has nothing to train).
@@ -242,7 +318,7 @@ impl Pods {
                     phase,
                     ready,
                     ready_transition,
-                    start_time: p.created,
+                    start_time: p.placed_at,
                     gpu_util: gpu,
                     cpu_util: cpu,
                     sps,
@@ -263,11 +339,66 @@ mod tests {
         }
     }
 
+    /// `n` pods deployed at time 0 and placed (on node 0), as the world does.
+    fn deployed(n: u32, mode: RescaleMode) -> Pods {
+        let mut p = Pods::deployed(n, &cost(mode));
+        for i in p.unplaced() {
+            assert_eq!(
+                p.place(i, 0, SimTime::ZERO),
+                None,
+                "initial pods are loaded"
+            );
+        }
+        p
+    }
+
+    /// Rescales to `n` at `now` and places every waiting pod (on node 0), as the world
+    /// does; returns `(pod id, loaded_at)` of the pods to wake.
+    fn rescale(p: &mut Pods, now: SimTime, n: u32) -> Vec<(u64, SimTime)> {
+        p.rescale(now, n);
+        p.take_freed();
+        p.unplaced()
+            .into_iter()
+            .filter_map(|i| p.place(i, 0, now).map(|at| (p.pods[i].id, at)))
+            .collect()
+    }
+
+    #[test]
+    fn a_pod_lost_with_its_node_is_asked_for_again_and_reloads() {
+        let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
+        for i in p.unplaced() {
+            assert_eq!(
+                p.place(i, i, SimTime::ZERO),
+                None,
+                "initial pods are loaded"
+            );
+        }
+        assert_eq!(p.lose_node(SimTime::from_secs(100), 1), 1);
+        assert_eq!(p.joined().len(), 1, "the survivor keeps training");
+        assert_eq!(
+            p.paused_until,
+            SimTime::from_secs(220),
+            "the stream is rebuilt"
+        );
+        let wake = rescale(&mut p, SimTime::from_secs(100), 2);
+        assert_eq!(wake.len(), 1);
+        assert_eq!(
+            wake[0].1,
+            SimTime::from_secs(520),
+            "the replacement reloads"
+        );
+        assert_eq!(
+            p.lose_node(SimTime::from_secs(200), 7),
+            0,
+            "nothing on node 7"
+        );
+    }
+
     #[test]
     fn restart_stops_everyone_until_all_are_loaded_and_the_stream_rebuilt() {
-        let mut p = Pods::deployed(2, &cost(RescaleMode::Restart));
+        let mut p = deployed(2, RescaleMode::Restart);
         let t = SimTime::from_secs(100);
-        let wake = p.rescale(t, 3);
+        let wake = rescale(&mut p, t, 3);
         assert_eq!(wake.len(), 3, "every pod reloads");
         assert!(p.joined().is_empty());
         for (id, at) in wake {
@@ -282,15 +413,15 @@ mod tests {
 
     #[test]
     fn rolling_keeps_old_pods_training_and_pauses_only_for_the_rebuild() {
-        let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
-        let wake = p.rescale(SimTime::from_secs(100), 3);
+        let mut p = deployed(2, RescaleMode::Rolling);
+        let wake = rescale(&mut p, SimTime::from_secs(100), 3);
         assert_eq!(wake.len(), 1);
         assert_eq!(p.joined().len(), 2);
         p.loaded(wake[0].1, wake[0].0);
         assert_eq!(p.joined().len(), 3);
         assert_eq!(p.paused_until, SimTime::from_secs(640));
         // Observation: a Pending pod right after creation.
-        p.rescale(SimTime::from_secs(700), 4);
+        rescale(&mut p, SimTime::from_secs(700), 4);
         let mut rng = dlsim_engine::RngStreams::new(1).stream("n");
         let obs = p.observe(
             SimTime::from_secs(710),
@@ -298,7 +429,7 @@ mod tests {
             0.0,
             &mut rng,
         );
-        assert_eq!(obs[3].phase, PodPhase::Pending);
+        assert_eq!(obs[3].phase, OnlinePodPhase::Pending);
         assert!(!obs[3].ready && obs[3].gpu_util.is_none());
     }
 
@@ -308,7 +439,7 @@ mod tests {
     /// probe and a GPU exporter on real pods would.
     #[test]
     fn pods_stay_ready_through_a_stream_rebuild_and_report_its_idle_gpus() {
-        let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
+        let mut p = deployed(2, RescaleMode::Rolling);
         let mut rng = dlsim_engine::RngStreams::new(1).stream("n");
         let window = SimTime::from_secs(60);
         let record = |p: &mut Pods, from_s: u64, to_s: u64, busy: f64| {
@@ -319,7 +450,7 @@ mod tests {
             }
         };
         record(&mut p, 0, 100, 0.6);
-        let wake = p.rescale(SimTime::from_secs(100), 3);
+        let wake = rescale(&mut p, SimTime::from_secs(100), 3);
         record(&mut p, 100, 520, 0.9);
         let obs = p.observe(SimTime::from_secs(300), window, 0.0, &mut rng);
         assert!(!obs[2].ready && obs[2].gpu_util.is_none(), "loading");

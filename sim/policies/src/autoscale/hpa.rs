@@ -41,9 +41,9 @@
 //! 100%) and `down_window_s = 2R` (shrink only for a low spell longer than a scale-down
 //! plus the scale-up that would undo it); that is the tuned row of Table 3.
 
-use super::{choice, num, MetricSample, OnlinePolicy, OnlineView, PodObs, PodPhase};
+use super::{choice, num, Autoscaler, MetricSample, OnlinePodPhase, OnlineView, PodObs};
+use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
-use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
 
 /// The metric the HPA scales on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +105,7 @@ fn sample(p: &PodObs, m: HpaMetric) -> Option<MetricSample> {
 fn group(pods: &[PodObs], cfg: &CalcConfig, now: SimTime) -> (Vec<f64>, usize, usize) {
     let (mut ready, mut unready, mut missing) = (Vec::new(), 0, 0);
     for p in pods {
-        if p.phase == PodPhase::Pending {
+        if p.phase == OnlinePodPhase::Pending {
             unready += 1;
             continue;
         }
@@ -530,7 +530,7 @@ impl Hpa {
     }
 }
 
-impl OnlinePolicy for Hpa {
+impl Autoscaler for Hpa {
     fn name(&self) -> String {
         self.spec.clone()
     }

@@ -3,10 +3,10 @@
 //! run's true peak rate times `1 + headroom`. The peak is read through the oracle view
 //! (labelled in outputs): an operator sizing for a known peak.
 
-use super::{num, OnlinePolicy, OnlineView};
-use crate::throughput::{fit_and_score, FitForm};
+use super::{num, Autoscaler, OnlineView};
+use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
-use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
+use dlsim_model::online::throughput::{fit_and_score, FitForm};
 
 pub struct Adequate {
     spec: String,
@@ -43,7 +43,7 @@ impl Adequate {
     }
 }
 
-impl OnlinePolicy for Adequate {
+impl Autoscaler for Adequate {
     fn name(&self) -> String {
         self.spec.clone()
     }

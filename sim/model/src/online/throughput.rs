@@ -9,7 +9,7 @@
 //!   objective). Ernest (`1/f = a0 + a1/w + a2 ln w + a3 w`) is fitted on the same points as
 //!   the baseline of Kale's Fig. 7.
 
-use crate::scenario::TrainMode;
+use crate::online::scenario::TrainMode;
 use dlsim_engine::SimRng;
 use rand_distr::{Distribution, Normal};
 use serde::Serialize;

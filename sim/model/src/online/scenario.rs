@@ -1,6 +1,10 @@
-//! The online scenario file (`"kind": "online"`): cluster, job and hidden throughput truth,
-//! traffic, rescale costs and observation noise. Loading validates everything and returns an
-//! [`InputError`] naming the file, line and field, so a bad file fails before anything runs.
+//! Online jobs in scenario files: an entry of a scenario's `online` list
+//! ([`OnlineJobFile`]: the job and its hidden throughput truth, traffic, rescale costs,
+//! observation noise, SLO and worker pod request), and the earlier online-only file
+//! (`"kind": "online"`, [`OnlineFile`]), which loads as a scenario of one online job on a
+//! dedicated pool of GPU nodes ([`legacy_scenario_text`]). Loading validates everything and
+//! returns an [`InputError`] naming the file, line and field, so a bad file fails before
+//! anything runs.
 
 use dlsim_traces::InputError;
 use serde::{Deserialize, Serialize};
@@ -47,6 +51,82 @@ fn fifteen() -> u64 {
 }
 fn slo_default() -> f64 {
     1200.0
+}
+
+/// One online job of a scenario (`"online": [ ... ]`): it runs from time 0 for `days`,
+/// its workers are pods of `worker` placed on the scenario's cluster like every pod.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnlineJobFile {
+    pub name: String,
+    /// The job's id in `jobs.csv` (default: its index in the `online` list); no trace job
+    /// may have it.
+    #[serde(default)]
+    pub id: Option<u64>,
+    /// Simulated days the job runs (from time 0).
+    #[serde(default = "seven")]
+    pub days: f64,
+    #[serde(default)]
+    pub job: JobSpec,
+    /// The request of one worker pod.
+    #[serde(default)]
+    pub worker: WorkerSpec,
+    /// The most workers the job may run (e.g. the room its PS pods have); the world
+    /// also never places more than the cluster holds. Default: `job.profile_workers`' max.
+    #[serde(default)]
+    pub max_workers: Option<u32>,
+    #[serde(default)]
+    pub traffic: TrafficSpec,
+    #[serde(default)]
+    pub rescale: RescaleSpec,
+    #[serde(default)]
+    pub observation: ObservationSpec,
+    /// Fluid step and metric scrape period (s); must divide 60.
+    #[serde(default = "fifteen")]
+    pub step_s: u64,
+    /// Lag above which a minute counts as an SLO violation (Kale: 20 min).
+    #[serde(default = "slo_default")]
+    pub slo_lag_s: f64,
+}
+
+/// The request of one online worker pod (its PS pods are not placed: see ARCHITECTURE.md,
+/// simplifications).
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerSpec {
+    pub cores: f64,
+    pub mem_gb: f64,
+    pub gpus: u32,
+}
+
+impl Default for WorkerSpec {
+    fn default() -> Self {
+        // One A10 GPU with the CPU and memory a data-loading worker needs (assumption).
+        WorkerSpec {
+            cores: 8.0,
+            mem_gb: 32.0,
+            gpus: 1,
+        }
+    }
+}
+
+impl WorkerSpec {
+    pub fn request(&self) -> crate::Resources {
+        crate::Resources::new(self.cores, (self.mem_gb * 1024.0).round() as u64, self.gpus)
+    }
+}
+
+impl OnlineJobFile {
+    /// The job's end: it runs over `[0, horizon]`.
+    pub fn horizon_s(&self) -> u64 {
+        (self.days * 86_400.0).round() as u64
+    }
+
+    /// The most workers policies may ask for.
+    pub fn max_workers(&self) -> u32 {
+        self.max_workers
+            .unwrap_or_else(|| self.job.profile_workers.iter().copied().max().unwrap_or(1))
+    }
 }
 
 /// A dedicated cluster: workers on GPU nodes (one GPU each), PS on CPU nodes.
@@ -229,28 +309,22 @@ impl Default for ObservationSpec {
     }
 }
 
-/// A loaded, validated scenario and where it came from.
-#[derive(Clone, Debug)]
-pub struct OnlineScenario {
-    pub path: PathBuf,
-    pub file: OnlineFile,
-}
-
-impl OnlineScenario {
-    pub fn max_workers(&self) -> u32 {
-        max_workers(&self.file)
-    }
-
-    pub fn horizon_s(&self) -> u64 {
-        (self.file.days * 86_400.0).round() as u64
-    }
-
-    /// Resolves a path written in the scenario relative to the scenario's folder.
-    pub fn resolve(&self, p: &Path) -> PathBuf {
-        if p.is_absolute() {
-            return p.to_path_buf();
+impl OnlineFile {
+    /// The one online job the file describes.
+    fn job_file(&self) -> OnlineJobFile {
+        OnlineJobFile {
+            name: self.name.clone(),
+            id: None,
+            days: self.days,
+            job: self.job.clone(),
+            worker: WorkerSpec::default(),
+            max_workers: Some(max_workers(self)),
+            traffic: self.traffic.clone(),
+            rescale: self.rescale.clone(),
+            observation: self.observation.clone(),
+            step_s: self.step_s,
+            slo_lag_s: self.slo_lag_s,
         }
-        self.path.parent().unwrap_or(Path::new(".")).join(p)
     }
 }
 
@@ -265,7 +339,7 @@ fn max_workers(f: &OnlineFile) -> u32 {
     by_gpu.min(by_ps).min(u64::from(u32::MAX)) as u32
 }
 
-/// Whether the JSON text declares `"kind": "online"` (cheap check used by the CLI dispatch).
+/// Whether the JSON text declares `"kind": "online"` (an online-only file).
 pub fn is_online_text(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text)
         .ok()
@@ -277,43 +351,63 @@ pub fn is_online_text(text: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Reads, parses and validates an online scenario.
-pub fn load(path: &Path) -> Result<OnlineScenario, InputError> {
-    let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
-        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    from_text(path, &text)
+/// An online-only file (`"kind": "online"`), validated, as the text of the scenario it
+/// stands for: its one job on a dedicated pool (its GPU nodes, with room for a worker per
+/// GPU, and its CPU nodes), no batch workload, the run lasting the job's days. The PS
+/// nodes' room becomes the job's `max_workers`, so it runs exactly as it did in its own
+/// world (same seed, same streams, same numbers).
+pub fn legacy_scenario_text(path: &Path, text: &str) -> Result<String, InputError> {
+    let f: OnlineFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
+    validate(path, text, &f)?;
+    let job = f.job_file();
+    let w = job.worker.clone();
+    let c = &f.cluster;
+    let per_node = f64::from(c.gpus_per_node);
+    // A relative `traffic.file` resolves against the same folder: the scenario keeps
+    // the file's path.
+    let scenario = serde_json::json!({
+        "name": f.name,
+        "seed": f.seed,
+        "policy": f.policy,
+        "cluster": {
+            "groups": [
+                {
+                    "name": "gpu",
+                    "count": c.gpu_nodes,
+                    "cores": w.cores * per_node,
+                    "mem_gb": w.mem_gb * per_node,
+                    "gpus": c.gpus_per_node * w.gpus,
+                    "gpu_model": "A10",
+                },
+                {
+                    "name": "cpu",
+                    "count": c.cpu_nodes,
+                    "cores": c.cores_per_cpu_node,
+                    "mem_gb": 4 * c.cores_per_cpu_node,
+                },
+            ],
+            "placement": "first_fit",
+        },
+        "horizon_s": job.horizon_s(),
+        "online": [job],
+    });
+    Ok(serde_json::to_string_pretty(&scenario).expect("a scenario serialises"))
 }
 
-/// Parses and validates an online scenario's `text`, read from (or standing for) `path`,
-/// against which its relative paths resolve.
-pub fn from_text(path: &Path, text: &str) -> Result<OnlineScenario, InputError> {
-    let file: OnlineFile = dlsim_traces::error::parse_json_document(path, text, 0)?;
-    validate(path, text, &file)?;
-    Ok(OnlineScenario {
-        path: path.to_path_buf(),
-        file,
-    })
+/// The error maker of a file's `text`: it names the field (its full path) and the line of
+/// its value.
+pub fn field_error<'a>(path: &'a Path, text: &'a str) -> impl Fn(&str, &str) -> InputError + 'a {
+    move |field: &str, msg: &str| InputError::new(path, msg.to_string()).field_in(text, field)
 }
 
+/// Checks an online-only file: its dedicated cluster, then its one job.
 fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
-    let err = |field: &str, msg: &str| InputError::new(path, msg.to_string()).field_in(text, field);
-    let pos = |x: f64| x.is_finite() && x > 0.0;
-    let nonneg = |x: f64| x.is_finite() && x >= 0.0;
+    let err = field_error(path, text);
     if f.kind != "online" {
         return Err(err("kind", "must be \"online\""));
     }
-    if !(pos(f.days) && f.days <= 366.0) {
-        return Err(err("days", "must be in (0, 366]"));
-    }
-    if f.step_s == 0 || !60u64.is_multiple_of(f.step_s) {
-        return Err(err("step_s", "must divide 60 (e.g. 5, 15, 30, 60)"));
-    }
-    if !pos(f.slo_lag_s) {
-        return Err(err("slo_lag_s", "must be > 0"));
-    }
     use dlsim_traces::limits::*;
     let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
-    limited("slo_lag_s", in_range(f.slo_lag_s, 0.0, MAX_TIME_S))?;
     let c = &f.cluster;
     for (name, v, hi) in [
         ("cluster.gpu_nodes", c.gpu_nodes, MAX_NODES),
@@ -330,7 +424,90 @@ fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
         }
         limited(name, at_most(v.into(), hi))?;
     }
-    validate_job(f, &err)?;
+    let j = &f.job;
+    if j.ps_cores == 0 || j.ps_cores > f.cluster.cores_per_cpu_node {
+        return Err(err(
+            "job.ps_cores",
+            "must be in [1, cluster.cores_per_cpu_node]",
+        ));
+    }
+    if !(j.wp_ratio.is_finite() && j.wp_ratio > 0.0) {
+        return Err(err("job.wp_ratio", "must be > 0"));
+    }
+    // Cross-field: the PS pods of at least one worker must fit the CPU nodes, and the
+    // initial deployment must fit the cluster (one GPU per worker, its PS pods on the
+    // CPU nodes): a larger one ran more workers than the cluster holds (issue #21).
+    let most = max_workers(f);
+    if most == 0 {
+        return Err(err(
+            "job.wp_ratio",
+            &format!(
+                "with {} CPU nodes of {} cores and PS pods of {} cores, wp_ratio {} leaves room for no worker",
+                f.cluster.cpu_nodes, f.cluster.cores_per_cpu_node, j.ps_cores, j.wp_ratio
+            ),
+        ));
+    }
+    if j.initial_workers == 0 || j.initial_workers > most {
+        return Err(err(
+            "job.initial_workers",
+            &format!(
+                "must be in [1, {most}], the workers the cluster holds (its GPUs, and room for their PS pods), got {}",
+                j.initial_workers
+            ),
+        ));
+    }
+    validate_job_file(&f.job_file(), "", &err)
+}
+
+/// Checks one online job; `prefix` locates it in the file (`online[0].` or nothing).
+pub fn validate_job_file(
+    f: &OnlineJobFile,
+    prefix: &str,
+    err: &dyn Fn(&str, &str) -> InputError,
+) -> Result<(), InputError> {
+    let err = |field: &str, msg: &str| err(&format!("{prefix}{field}"), msg);
+    let pos = |x: f64| x.is_finite() && x > 0.0;
+    let nonneg = |x: f64| x.is_finite() && x >= 0.0;
+    if !(pos(f.days) && f.days <= 366.0) {
+        return Err(err("days", "must be in (0, 366]"));
+    }
+    if f.step_s == 0 || !60u64.is_multiple_of(f.step_s) {
+        return Err(err("step_s", "must divide 60 (e.g. 5, 15, 30, 60)"));
+    }
+    if !pos(f.slo_lag_s) {
+        return Err(err("slo_lag_s", "must be > 0"));
+    }
+    use dlsim_traces::limits::*;
+    let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
+    limited("slo_lag_s", in_range(f.slo_lag_s, 0.0, MAX_TIME_S))?;
+    validate_job(&f.job, &err)?;
+    let w = &f.worker;
+    if !(pos(w.cores) && nonneg(w.mem_gb)) {
+        return Err(err(
+            "worker.cores",
+            "worker cores must be > 0 and mem_gb >= 0",
+        ));
+    }
+    limited("worker.cores", in_range(w.cores, 0.0, MAX_CORES))?;
+    limited("worker.mem_gb", in_range(w.mem_gb, 0.0, MAX_NODE_MEM_GB))?;
+    limited("worker.gpus", at_most(w.gpus.into(), MAX_GPUS.into()))?;
+    let most = f.max_workers();
+    limited(
+        "max_workers",
+        at_most(most.into(), MAX_PODS_PER_ROLE.into()),
+    )?;
+    if most == 0 {
+        return Err(err("max_workers", "must be at least 1"));
+    }
+    if f.job.initial_workers == 0 || f.job.initial_workers > most {
+        return Err(err(
+            "job.initial_workers",
+            &format!(
+                "must be in [1, {most}] (max_workers), got {}",
+                f.job.initial_workers
+            ),
+        ));
+    }
     validate_traffic(&f.traffic, &err)?;
     let r = &f.rescale;
     for (name, v) in [
@@ -373,8 +550,7 @@ fn validate(path: &Path, text: &str, f: &OnlineFile) -> Result<(), InputError> {
     Ok(())
 }
 
-fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Result<(), InputError> {
-    let j = &f.job;
+fn validate_job(j: &JobSpec, err: &dyn Fn(&str, &str) -> InputError) -> Result<(), InputError> {
     let want = match j.mode {
         TrainMode::Sync => 7,
         TrainMode::Async => 3,
@@ -414,12 +590,6 @@ fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Resul
         "job.profile_repeats",
         at_most(j.profile_repeats.into(), 1_000),
     )?;
-    if j.ps_cores == 0 || j.ps_cores > f.cluster.cores_per_cpu_node {
-        return Err(err(
-            "job.ps_cores",
-            "must be in [1, cluster.cores_per_cpu_node]",
-        ));
-    }
     if !(j.truth_sigma.is_finite() && (0.0..=1.0).contains(&j.truth_sigma)) {
         return Err(err("job.truth_sigma", "must be in [0, 1]"));
     }
@@ -427,28 +597,6 @@ fn validate_job(f: &OnlineFile, err: &dyn Fn(&str, &str) -> InputError) -> Resul
         return Err(err(
             "job.profile_workers",
             "needs at least 4 worker counts >= 1 (and profile_repeats >= 1) to fit the model",
-        ));
-    }
-    // Cross-field: the PS pods of at least one worker must fit the CPU nodes, and the
-    // initial deployment must fit the cluster (one GPU per worker, its PS pods on the
-    // CPU nodes): a larger one ran more workers than the cluster holds (issue #21).
-    let most = max_workers(f);
-    if most == 0 {
-        return Err(err(
-            "job.wp_ratio",
-            &format!(
-                "with {} CPU nodes of {} cores and PS pods of {} cores, wp_ratio {} leaves room for no worker",
-                f.cluster.cpu_nodes, f.cluster.cores_per_cpu_node, j.ps_cores, j.wp_ratio
-            ),
-        ));
-    }
-    if j.initial_workers == 0 || j.initial_workers > most {
-        return Err(err(
-            "job.initial_workers",
-            &format!(
-                "must be in [1, {most}], the workers the cluster holds (its GPUs, and room for their PS pods), got {}",
-                j.initial_workers
-            ),
         ));
     }
     Ok(())
@@ -546,9 +694,14 @@ mod tests {
             "min.json",
             r#"{ "kind": "online", "name": "t", "policy": "hpa" }"#,
         );
-        let s = load(&p).unwrap();
-        assert_eq!(s.max_workers(), 32);
-        assert_eq!(s.file.rescale.total_s(), 540.0);
+        let s = crate::Scenario::load(&p).unwrap();
+        let job = &s.online[0].file;
+        assert_eq!(job.max_workers(), 32);
+        assert_eq!(job.rescale.total_s(), 540.0);
+        // The dedicated pool: 4 GPU nodes of 8 GPUs, 8 CPU nodes; no batch job.
+        assert_eq!(s.nodes.len(), 12);
+        assert_eq!(s.job_count(), 0);
+        assert_eq!(s.file.horizon_s, Some(7 * 86_400));
     }
 
     #[test]
@@ -557,13 +710,13 @@ mod tests {
             "bad.json",
             "{\n \"kind\": \"online\",\n \"name\": \"t\",\n \"policy\": \"hpa\",\n \"step_s\": 7\n}",
         );
-        let e = load(&p).unwrap_err().to_string();
+        let e = crate::Scenario::load(&p).unwrap_err().to_string();
         assert!(e.contains(":5: field `step_s`"), "{e}");
         let p = write(
             "typo.json",
             "{\n \"kind\": \"online\",\n \"name\": \"t\",\n \"policy\": \"hpa\",\n \"traffic\": { \"peak\": 3 }\n}",
         );
-        let e = load(&p).unwrap_err().to_string();
+        let e = crate::Scenario::load(&p).unwrap_err().to_string();
         assert!(e.contains(":5") && e.contains("traffic"), "{e}");
     }
 }

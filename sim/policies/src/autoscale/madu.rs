@@ -4,10 +4,10 @@
 //! conservative constant that holds at every profiled size), or `capacity=` in the spec.
 //! No stabilisation; no decision while a rescale is in progress.
 
-use super::{forecaster, num, OnlinePolicy, OnlineView};
-use crate::forecast::Forecaster;
+use super::{forecaster, num, Autoscaler, OnlineView};
+use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
-use dlsim_policies::{param, PolicyDoc, PolicySpec, SpecError};
+use dlsim_model::online::forecast::Forecaster;
 
 pub struct Madu {
     spec: String,
@@ -47,7 +47,7 @@ impl Madu {
     }
 }
 
-impl OnlinePolicy for Madu {
+impl Autoscaler for Madu {
     fn name(&self) -> String {
         self.spec.clone()
     }

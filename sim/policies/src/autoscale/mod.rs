@@ -1,0 +1,93 @@
+//! Per-job autoscalers of online jobs, one per file, and their spec-string factory. The
+//! interface ([`Autoscaler`], [`OnlineView`]) is the model's (`dlsim_model::policy`).
+//!
+//! An autoscaler sees an [`OnlineView`]: what a real autoscaler can observe (pod phases,
+//! readiness and noisy scraped metrics, the observed per-minute arrival rate, the Kafka
+//! backlog and lag, an offline throughput profile, platform constants). It never sees the
+//! hidden throughput function. It returns a desired worker count; the world clamps and
+//! applies it. The one exception is the oracle forecaster, which reads future rates through
+//! [`OnlineView::oracle_future`] and labels itself `oracle` in every output.
+
+pub mod adequate;
+pub mod autopilot;
+pub mod hpa;
+pub mod kale;
+pub mod madu;
+
+use crate::{PolicySpec, SpecError};
+use dlsim_model::online::forecast::ForecasterKind;
+pub use dlsim_model::policy::{Autoscaler, MetricSample, OnlinePodPhase, OnlineView, PodObs};
+
+/// Every autoscaler's name, in [`DOCS`] order.
+pub const NAMES: &[&str] = &["hpa", "kale", "autopilot", "madu", "adequate"];
+
+/// Every autoscaler's parameters, in [`NAMES`] order (`dlsim policies`).
+pub const DOCS: &[&crate::PolicyDoc] = &[
+    &hpa::DOC,
+    &kale::DOC,
+    &autopilot::DOC,
+    &madu::DOC,
+    &adequate::DOC,
+];
+
+/// Builds a policy from its spec string, e.g. `hpa[metric=gpu_util,target=0.7]`.
+pub fn build(spec: &str) -> Result<Box<dyn Autoscaler>, SpecError> {
+    debug_assert_eq!(DOCS.iter().map(|d| d.name).collect::<Vec<_>>(), NAMES);
+    let s = PolicySpec::parse(spec)?;
+    match s.name.as_str() {
+        "hpa" => Ok(Box::new(hpa::Hpa::from_spec(&s)?)),
+        "kale" => Ok(Box::new(kale::Kale::from_spec(&s)?)),
+        "autopilot" => Ok(Box::new(autopilot::Autopilot::from_spec(&s)?)),
+        "madu" => Ok(Box::new(madu::Madu::from_spec(&s)?)),
+        "adequate" => Ok(Box::new(adequate::Adequate::from_spec(&s)?)),
+        _ => Err(SpecError::UnknownPolicy {
+            name: s.name.clone(),
+            known: NAMES.join(", "),
+        }),
+    }
+}
+
+/// A string parameter among `choices`, or `default`.
+pub(crate) fn choice<'a>(
+    s: &'a PolicySpec,
+    key: &str,
+    default: &'a str,
+    choices: &[&str],
+) -> Result<&'a str, SpecError> {
+    match s.params.get(key) {
+        None => Ok(default),
+        Some(v) if choices.contains(&v.as_str()) => Ok(v.as_str()),
+        Some(_) => Err(s.bad_value(key, &format!("expected one of {}", choices.join(", ")))),
+    }
+}
+
+/// A numeric parameter that must lie in `[lo, hi]`.
+pub(crate) fn num(
+    s: &PolicySpec,
+    key: &str,
+    default: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<f64, SpecError> {
+    let v = s.f64_or(key, default)?;
+    if v < lo || v > hi {
+        return Err(SpecError::BadValue {
+            policy: s.name.clone(),
+            key: key.into(),
+            value: v.to_string(),
+            why: format!("must be in [{lo}, {hi}]"),
+        });
+    }
+    Ok(v)
+}
+
+/// The forecaster parameter shared by kale and madu.
+pub(crate) fn forecaster(s: &PolicySpec) -> Result<ForecasterKind, SpecError> {
+    let name = choice(
+        s,
+        "forecaster",
+        "holt_winters",
+        &["oracle", "seasonal_naive", "holt_winters"],
+    )?;
+    Ok(ForecasterKind::parse(name).expect("checked by choice"))
+}

@@ -175,6 +175,12 @@ pub const DOC: PolicyDoc = PolicyDoc {
     ],
 };
 
+/// This policy's registry entry (`crate::POLICIES`): its documentation and its builder.
+pub const POLICY: crate::Registered<dyn dlsim_model::policy::Policy> = crate::Registered {
+    doc: &DOC,
+    build: |spec| Ok(Box::new(Es::from_spec(spec)?)),
+};
+
 impl Es {
     pub fn from_spec(spec: &PolicySpec) -> Result<Self, SpecError> {
         spec.only(&DOC.param_names())?;

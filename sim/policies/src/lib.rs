@@ -3,19 +3,9 @@
 //! (`autoscale/`): `dlrover+kale`.
 //!
 //! Policies only see `ClusterView`s (autoscalers `OnlineView`s) and return decisions; the
-//! world validates and applies them. Adding a policy means one new file and one line in
-//! [`build`] (an autoscaler: one line in `autoscale::build`) and its `DOC` in the registry.
-
-pub mod autoscale;
-pub mod composed;
-pub mod dlrover;
-pub mod dlrover_oss;
-pub mod es;
-pub mod nsga2;
-pub mod optimus;
-pub mod spec;
-pub mod static_policy;
-pub mod well_tuned;
+//! world validates and applies them. Adding a policy is one new file (its `DOC` and its
+//! registry entry `POLICY`) plus its name in the `registry!` line below (an autoscaler: in
+//! `autoscale/mod.rs`'s).
 
 pub use spec::{
     folder_name, param, render_docs, split_composed, split_list, ParamDoc, PolicyDoc, PolicySpec,
@@ -24,25 +14,45 @@ pub use spec::{
 
 use dlsim_model::policy::Policy;
 
-/// Every policy name `build` accepts, for help texts and error messages.
-pub const POLICY_NAMES: &[&str] = &[
-    "static",
-    "dlrover",
-    "dlrover-oss",
-    "optimus",
-    "es",
-    "well-tuned",
-];
+/// A registry entry: a policy's documentation (name, summary, parameters) and its builder.
+/// Each policy file defines its own `pub const POLICY`.
+pub struct Registered<T: ?Sized + 'static> {
+    pub doc: &'static PolicyDoc,
+    pub build: fn(&PolicySpec) -> Result<Box<T>, SpecError>,
+}
 
-/// Every policy's parameters, in [`POLICY_NAMES`] order (`dlsim policies`).
-pub const POLICY_DOCS: &[&PolicyDoc] = &[
-    &static_policy::DOC,
-    &dlrover::DOC,
-    &dlrover_oss::DOC,
-    &optimus::DOC,
-    &es::DOC,
-    &well_tuned::DOC,
-];
+impl<T: ?Sized> Registered<T> {
+    /// The entry of `spec`'s policy in `registry`, built from `spec`.
+    pub fn build_from(registry: &[&Self], spec: &PolicySpec) -> Option<Result<Box<T>, SpecError>> {
+        registry
+            .iter()
+            .find(|r| r.doc.name == spec.name)
+            .map(|r| (r.build)(spec))
+    }
+}
+
+/// A registry: declares each policy module and lists its `POLICY` as `$all`, with their
+/// docs as `$docs` and names as `$names`, in this order (the order of `dlsim policies`,
+/// `--help` and error messages). Adding a policy is its file plus its name here.
+macro_rules! registry {
+    ($ty:ty; $all:ident, $docs:ident, $names:ident; $($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every policy of this registry, in order.
+        pub const $all: &[&$crate::Registered<$ty>] = &[$(&$module::POLICY),*];
+        /// Every policy's documentation, in the registry's order.
+        pub const $docs: &[&$crate::PolicyDoc] = &[$($module::POLICY.doc),*];
+        /// Every policy's name, in the registry's order.
+        pub const $names: &[&str] = &[$($module::POLICY.doc.name),*];
+    };
+}
+
+pub mod autoscale;
+pub mod composed;
+pub mod nsga2;
+pub mod spec;
+
+registry!(dyn Policy; POLICIES, POLICY_DOCS, POLICY_NAMES;
+    static_policy, dlrover, dlrover_oss, optimus, es, well_tuned);
 
 /// Every autoscaler name (per-job policies of online jobs), for help texts and errors.
 pub const AUTOSCALER_NAMES: &[&str] = autoscale::NAMES;
@@ -85,21 +95,14 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
 /// Builds a cluster-level policy from its spec string.
 fn build_batch(spec: &str) -> Result<Box<dyn Policy>, SpecError> {
     let parsed = PolicySpec::parse(spec)?;
-    match parsed.name.as_str() {
-        "static" => Ok(Box::new(static_policy::Static::from_spec(&parsed)?)),
-        "dlrover" => Ok(Box::new(dlrover::Dlrover::from_spec(&parsed)?)),
-        "dlrover-oss" => Ok(Box::new(dlrover_oss::DlroverOss::from_spec(&parsed)?)),
-        "optimus" => Ok(Box::new(optimus::Optimus::from_spec(&parsed)?)),
-        "es" => Ok(Box::new(es::Es::from_spec(&parsed)?)),
-        // ORACLE: sees the hidden truth (see `well_tuned`).
-        "well-tuned" => Ok(Box::new(well_tuned::WellTuned::from_spec(&parsed)?)),
-        other => Err(SpecError::UnknownPolicy {
-            name: other.to_string(),
+    Registered::build_from(POLICIES, &parsed).unwrap_or_else(|| {
+        Err(SpecError::UnknownPolicy {
+            name: parsed.name.clone(),
             known: format!(
                 "{}; autoscalers: {}",
                 POLICY_NAMES.join(", "),
                 AUTOSCALER_NAMES.join(", ")
             ),
-        }),
-    }
+        })
+    })
 }

@@ -222,6 +222,13 @@ pub const DOC: PolicyDoc = PolicyDoc {
     ],
 };
 
+/// This policy's registry entry (`crate::POLICIES`): its documentation and its builder.
+/// ORACLE: the policy sees the hidden truth (see the module comment).
+pub const POLICY: crate::Registered<dyn dlsim_model::policy::Policy> = crate::Registered {
+    doc: &DOC,
+    build: |spec| Ok(Box::new(WellTuned::from_spec(spec)?)),
+};
+
 /// The largest `budget`: 50 times DLRover's 200 cores; the search's cost grows with it.
 pub const MAX_BUDGET_CORES: f64 = 10_000.0;
 

@@ -26,6 +26,12 @@ pub const DOC: PolicyDoc = PolicyDoc {
     ],
 };
 
+/// This policy's registry entry (`crate::autoscale::AUTOSCALERS`): its documentation and its builder.
+pub const POLICY: crate::Registered<dyn dlsim_model::policy::Autoscaler> = crate::Registered {
+    doc: &DOC,
+    build: |spec| Ok(Box::new(Adequate::from_spec(spec)?)),
+};
+
 impl Adequate {
     pub fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
         s.only(&DOC.param_names())?;

@@ -8,43 +8,21 @@
 //! applies it. The one exception is the oracle forecaster, which reads future rates through
 //! [`OnlineView::oracle_future`] and labels itself `oracle` in every output.
 
-pub mod adequate;
-pub mod autopilot;
-pub mod hpa;
-pub mod kale;
-pub mod madu;
-
 use crate::{PolicySpec, SpecError};
 use dlsim_model::online::forecast::ForecasterKind;
 pub use dlsim_model::policy::{Autoscaler, MetricSample, OnlinePodPhase, OnlineView, PodObs};
 
-/// Every autoscaler's name, in [`DOCS`] order.
-pub const NAMES: &[&str] = &["hpa", "kale", "autopilot", "madu", "adequate"];
+registry!(dyn Autoscaler; AUTOSCALERS, DOCS, NAMES; hpa, kale, autopilot, madu, adequate);
 
-/// Every autoscaler's parameters, in [`NAMES`] order (`dlsim policies`).
-pub const DOCS: &[&crate::PolicyDoc] = &[
-    &hpa::DOC,
-    &kale::DOC,
-    &autopilot::DOC,
-    &madu::DOC,
-    &adequate::DOC,
-];
-
-/// Builds a policy from its spec string, e.g. `hpa[metric=gpu_util,target=0.7]`.
+/// Builds an autoscaler from its spec string, e.g. `hpa[metric=gpu_util,target=0.7]`.
 pub fn build(spec: &str) -> Result<Box<dyn Autoscaler>, SpecError> {
-    debug_assert_eq!(DOCS.iter().map(|d| d.name).collect::<Vec<_>>(), NAMES);
     let s = PolicySpec::parse(spec)?;
-    match s.name.as_str() {
-        "hpa" => Ok(Box::new(hpa::Hpa::from_spec(&s)?)),
-        "kale" => Ok(Box::new(kale::Kale::from_spec(&s)?)),
-        "autopilot" => Ok(Box::new(autopilot::Autopilot::from_spec(&s)?)),
-        "madu" => Ok(Box::new(madu::Madu::from_spec(&s)?)),
-        "adequate" => Ok(Box::new(adequate::Adequate::from_spec(&s)?)),
-        _ => Err(SpecError::UnknownPolicy {
+    crate::Registered::build_from(AUTOSCALERS, &s).unwrap_or_else(|| {
+        Err(SpecError::UnknownPolicy {
             name: s.name.clone(),
             known: NAMES.join(", "),
-        }),
-    }
+        })
+    })
 }
 
 /// A string parameter among `choices`, or `default`.

@@ -8,6 +8,7 @@ mod cli;
 mod determinism;
 mod dlrover;
 mod elastic;
+mod every_tool;
 mod faults;
 mod folders;
 mod golden;

@@ -340,6 +340,64 @@ fn an_online_pod_killed_by_a_node_failure_is_replaced_and_the_job_recovers() {
     assert!(trained > 0.99 * arrived, "{trained} of {arrived}");
 }
 
+/// Online pods fail like every pod (`pod_failure_per_day`, the keyed `pod-lifetime`
+/// stream): each failure is a pod lost, replaced and reloaded, and the job keeps up; a
+/// batch policy that launches other batch pods leaves the online pods' failures where they
+/// were (the draws are keyed by the online pod, not by event order).
+#[test]
+fn online_pods_fail_like_every_pod_and_the_draws_are_paired() {
+    let dir = scratch("online-pod-failures");
+    let sc = dir.join("online-pod-failures.json");
+    std::fs::write(
+        &sc,
+        r#"{
+  "name": "online-pod-failures",
+  "seed": 4,
+  "generate": { "days": 0.05, "jobs_per_day": 400 },
+  "cluster": { "groups": [ { "name": "cpu", "count": 20, "cores": 64, "mem_gb": 256 },
+                           { "name": "gpu", "count": 4, "cores": 32, "mem_gb": 128, "gpus": 4 } ] },
+  "policy": "static",
+  "faults": { "pod_failure_per_day": 0.5 },
+  "online": [ {
+    "name": "stream",
+    "id": 900001,
+    "days": 1,
+    "max_workers": 8,
+    "job": { "initial_workers": 6, "profile_workers": [1, 2, 4, 6, 8] },
+    "traffic": { "peak_sps": 30000, "partitions": 16 }
+  } ]
+}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&sc),
+        "--policy",
+        "static,dlrover",
+        "--out",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = |run: &str| {
+        let whole: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(run).join("summary.json")).unwrap())
+                .unwrap();
+        whole["online_jobs"][0].clone()
+    };
+    let (a, b) = (job("static"), job("dlrover"));
+    let lost = a["pods_lost"].as_u64().unwrap();
+    // Six pods at 0.5 a day for a day: about three failures (each replacement may fail too).
+    assert!((1..=12).contains(&lost), "pods failed: {a}");
+    assert!(a["downtime_min"].as_f64().unwrap() > 0.0, "{a}");
+    let trained = a["samples_trained"].as_f64().unwrap();
+    let arrived = a["samples_arrived"].as_f64().unwrap();
+    assert!(trained > 0.99 * arrived, "{trained} of {arrived}");
+    // Paired: the batch policy changes the batch pods, not the online pods' lifetimes.
+    assert_eq!(a["pods_lost"], b["pods_lost"], "{a}\n{b}");
+}
+
 /// The mixed scenario (the quickstart's batch day beside three online jobs, co-located
 /// services, added GPU nodes) replays end to end under composed specs: one run folder per
 /// spec with batch and online outputs, and the Table 3 comparison naming each spec.

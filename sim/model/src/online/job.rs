@@ -262,6 +262,17 @@ impl OnlineJob {
         }
     }
 
+    /// The job's pod `pod` failed at `now`: it is asked for again, and the job pays its
+    /// reload, as for a lost node.
+    pub fn lose_pod(&mut self, now: SimTime, pod: u64) {
+        self.advance(now);
+        let lost = self.pods.lose_where(now, |p| p.id == pod);
+        if lost > 0 {
+            self.acc.pods_lost += u64::from(lost);
+            self.pods.rescale(now, self.target);
+        }
+    }
+
     /// The job's line of `summary.json`, at the end of the run; `events` are its own.
     pub fn summary(&self, scenario: &str, seed: u64) -> OnlineSummary {
         let s = &self.spec;

@@ -135,15 +135,24 @@ impl Pods {
     /// consuming pod leaving rebuilds the stream in `rolling` mode; the world then asks
     /// for the lost pods again ([`Pods::rescale`] to the target).
     pub fn lose_node(&mut self, now: SimTime, node: usize) -> u32 {
-        let before = self.pods.len();
+        self.lose_where(now, |p| p.node == Some(node))
+    }
+
+    /// Removes the placed pods `lost` picks (a node lost, a pod failed), as
+    /// [`Pods::lose_node`] does; returns how many.
+    pub fn lose_where(&mut self, now: SimTime, lost: impl Fn(&Pod) -> bool) -> u32 {
         let mut left_joined = false;
+        let mut freed = Vec::new();
         self.pods.retain(|p| {
-            let lost = p.node == Some(node);
-            left_joined |= lost && p.joined;
-            !lost
+            let gone = p.node.is_some() && lost(p);
+            if gone {
+                left_joined |= p.joined;
+                freed.extend(p.node);
+            }
+            !gone
         });
-        let lost = (before - self.pods.len()) as u32;
-        self.freed.extend(std::iter::repeat_n(node, lost as usize));
+        let lost = freed.len() as u32;
+        self.freed.extend(freed);
         if left_joined && self.mode == RescaleMode::Rolling {
             self.pause(now);
         }

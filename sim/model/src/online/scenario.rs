@@ -353,7 +353,8 @@ pub fn is_online_text(text: &str) -> bool {
 
 /// An online-only file (`"kind": "online"`), validated, as the text of the scenario it
 /// stands for: its one job on a dedicated pool (its GPU nodes, with room for a worker per
-/// GPU, and its CPU nodes), no batch workload, the run lasting the job's days. The PS
+/// GPU, and its CPU nodes), no batch workload and no random pod failures (the online-only
+/// world had none), the run lasting the job's days. The PS
 /// nodes' room becomes the job's `max_workers`, so it runs exactly as it did in its own
 /// world (same seed, same streams, same numbers).
 pub fn legacy_scenario_text(path: &Path, text: &str) -> Result<String, InputError> {
@@ -389,6 +390,8 @@ pub fn legacy_scenario_text(path: &Path, text: &str) -> Result<String, InputErro
             "placement": "first_fit",
         },
         "horizon_s": job.horizon_s(),
+        // The online-only world had no random pod failures: the file keeps its numbers.
+        "faults": { "pod_failure_per_day": 0.0 },
         "online": [job],
     });
     Ok(serde_json::to_string_pretty(&scenario).expect("a scenario serialises"))

@@ -96,6 +96,13 @@ pub enum Event {
         job: usize,
         pod: u64,
     },
+    /// A pod of an online job dies (hardware, kernel, network), if it is still the pod
+    /// placed at `placed_ms`.
+    OnlinePodFail {
+        job: usize,
+        pod: u64,
+        placed_ms: u64,
+    },
 }
 
 pub struct World {
@@ -1147,6 +1154,11 @@ impl dlsim_engine::World for World {
             }
             Event::OnlineTick(k) => self.online_tick(now, k, queue),
             Event::OnlinePodLoaded { job, pod } => self.online_pod_loaded(now, job, pod),
+            Event::OnlinePodFail {
+                job,
+                pod,
+                placed_ms,
+            } => self.online_pod_failed(now, job, pod, placed_ms),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::online::{OnlineJob, OnlinePhase, OnlineSummary};
 use crate::policy::Policy;
 use crate::scenario::Scenario;
 use dlsim_engine::{EventQueue, RngStreams, SimTime};
+use rand::Rng;
 
 /// Builds the scenario's online jobs, each with its own autoscaler from `policy`.
 ///
@@ -100,6 +101,60 @@ impl World {
         }
     }
 
+    /// A pod of online job `k` failed (`pod_failure_per_day`, as batch pods do), if it is
+    /// still the pod placed then: it is gone, and its job asks for it again and pays the
+    /// reload, as for a lost node.
+    pub(super) fn online_pod_failed(&mut self, now: SimTime, k: usize, pod: u64, placed_ms: u64) {
+        let job = &mut self.online[k];
+        let alive = job
+            .pods
+            .pods
+            .iter()
+            .any(|p| p.id == pod && p.node.is_some() && p.placed_at.as_ms() == placed_ms);
+        if job.phase == OnlinePhase::Ended || !alive {
+            return;
+        }
+        job.events += 1;
+        job.lose_pod(now, pod);
+        self.online_release(k);
+    }
+
+    /// Draws a placed online pod's exponential lifetime and queues its failure. The draw
+    /// is keyed by what the pod is (stream `pod-lifetime`: the online job's id, role
+    /// worker, the pod's id within its job as its slot, incarnation 0; online job ids
+    /// are never a trace job's), as for batch pods.
+    fn arm_online_pod_failure(
+        &mut self,
+        now: SimTime,
+        k: usize,
+        i: usize,
+        queue: &mut EventQueue<Event>,
+    ) {
+        let rate = self.faults.pod_failure_rate_per_s();
+        if rate <= 0.0 {
+            return;
+        }
+        let job = &self.online[k];
+        let pod = job.pods.pods[i].id;
+        let key = [job.id, 1, pod, 0];
+        let u: f64 = self
+            .streams
+            .keyed("pod-lifetime", &key)
+            .gen::<f64>()
+            .max(f64::MIN_POSITIVE);
+        let ttf_s = -u.ln() / rate;
+        if ttf_s < 365.0 * 86_400.0 {
+            queue.push(
+                now.saturating_add(SimTime::from_secs_f64_ceil(ttf_s)),
+                Event::OnlinePodFail {
+                    job: k,
+                    pod,
+                    placed_ms: now.as_ms(),
+                },
+            );
+        }
+    }
+
     /// Releases the nodes of job `k`'s removed pods; says whether there were any.
     fn online_release(&mut self, k: usize) -> bool {
         let req = self.online[k].spec.worker.request();
@@ -127,6 +182,7 @@ impl World {
                 let pod = job.pods.pods[i].id;
                 queue.push(at, Event::OnlinePodLoaded { job: k, pod });
             }
+            self.arm_online_pod_failure(now, k, i, queue);
         }
         if now == SimTime::ZERO {
             // The initial deployment: a pod that found no node loads once it is placed.

@@ -398,6 +398,52 @@ fn online_pods_fail_like_every_pod_and_the_draws_are_paired() {
     assert_eq!(a["pods_lost"], b["pods_lost"], "{a}\n{b}");
 }
 
+/// A worker placed on a slow node is a straggler there, as batch pods are: with half
+/// the GPU nodes slow, the synchronous job trains at its slowest worker's speed and falls
+/// behind the same job on healthy nodes (same seed, same traffic, no autoscaler).
+#[test]
+fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
+    let dir = scratch("online-stragglers");
+    let run = |slow: f64| {
+        let sc = dir.join(format!("slow-{slow}.json"));
+        std::fs::write(
+            &sc,
+            format!(
+                r#"{{
+  "name": "online-stragglers",
+  "seed": 2,
+  "cluster": {{ "groups": [ {{ "name": "gpu", "count": 4, "cores": 32, "mem_gb": 128, "gpus": 4 }} ] }},
+  "policy": "static",
+  "faults": {{ "pod_failure_per_day": 0.0, "slow_node_fraction": {slow} }},
+  "online": [ {{
+    "name": "stream",
+    "days": 1,
+    "max_workers": 8,
+    "job": {{ "mode": "sync", "initial_workers": 6, "profile_workers": [1, 2, 4, 6, 8] }},
+    "traffic": {{ "peak_sps": 30000, "partitions": 16 }}
+  }} ]
+}}"#
+            ),
+        )
+        .unwrap();
+        let out = dir.join(format!("out-{slow}"));
+        let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let whole: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        whole["online_jobs"][0].clone()
+    };
+    let (healthy, slow) = (run(0.0), run(0.5));
+    let lag = |j: &serde_json::Value| j["accumulated_lag_min"].as_f64().unwrap();
+    let trained = |j: &serde_json::Value| j["samples_trained"].as_f64().unwrap();
+    assert!(lag(&slow) > 2.0 * lag(&healthy) + 1.0, "{healthy}\n{slow}");
+    assert!(trained(&slow) < trained(&healthy), "{healthy}\n{slow}");
+    assert_eq!(
+        healthy["samples_arrived"], slow["samples_arrived"],
+        "same traffic"
+    );
+}
+
 /// The mixed scenario (the quickstart's batch day beside three online jobs, co-located
 /// services, added GPU nodes) replays end to end under composed specs: one run folder per
 /// spec with batch and online outputs, and the Table 3 comparison naming each spec.

@@ -159,9 +159,20 @@ impl OnlineJob {
             self.truth.throughput(w as u32) / w as f64
         };
         let cap = per_worker * active_ms as f64 / 1000.0;
+        // Each consuming worker trains at its node's speed (a straggler on a slow node);
+        // in synchronous training every worker waits for the slowest at each step.
+        let speeds: Vec<f64> = joined.iter().map(|&i| self.pods.pods[i].speed).collect();
+        let slowest = speeds.iter().copied().fold(1.0, f64::min);
+        let caps: Vec<f64> = speeds
+            .iter()
+            .map(|&v| match self.truth.mode {
+                TrainMode::Sync => cap * slowest,
+                TrainMode::Async => cap * v,
+            })
+            .collect();
         let out = self
             .stream
-            .advance(t0.as_ms(), t1.as_ms(), &rates, w, cap, self.shuffle);
+            .advance(t0.as_ms(), t1.as_ms(), &rates, &caps, cap, self.shuffle);
         let window_ms = self.spec.observation.metric_window_s * 1000;
         for (k, &i) in joined.iter().enumerate() {
             self.pods.record(

@@ -30,6 +30,20 @@ use dlsim_engine::{SimRng, SimTime};
 use rand_distr::{Distribution, Normal};
 use std::collections::VecDeque;
 
+/// A worker's CPU use as a share of its request: `CPU_IDLE + CPU_PER_BUSY x GPU busy`
+/// (input pipeline and lookups scale with throughput; an assumption of ours).
+pub const CPU_IDLE: f64 = 0.15;
+pub const CPU_PER_BUSY: f64 = 0.6;
+
+/// The speed of a worker that gets only `cpu_ratio` of its CPU request (on a slow node,
+/// `faults.straggler_cpu_ratio`), by the CPU model above: at full speed it uses
+/// `CPU_IDLE + CPU_PER_BUSY` of its request, so with less it trains at the GPU busy share
+/// the CPU left can feed, `(cpu_ratio - CPU_IDLE) / CPU_PER_BUSY`, in (0, 1]. A floor of 1%
+/// keeps a starved worker a (very slow) member of its group rather than a stalled one.
+pub fn straggler_speed(cpu_ratio: f64) -> f64 {
+    ((cpu_ratio - CPU_IDLE) / CPU_PER_BUSY).clamp(0.01, 1.0)
+}
+
 #[derive(Clone, Debug)]
 pub struct Pod {
     pub id: u64,
@@ -40,6 +54,9 @@ pub struct Pod {
     pub loaded_at: SimTime,
     pub loaded: bool,
     pub joined: bool,
+    /// The share of its nominal speed the pod trains at on its node: 1, or less on a slow
+    /// node (a straggler; set at placement by the world).
+    pub speed: f64,
     /// `(t_end_ms, trained, capacity, duration_s)` per interval while joined.
     window: VecDeque<(u64, f64, f64, f64)>,
 }
@@ -88,6 +105,7 @@ impl Pods {
                 loaded_at: SimTime::ZERO,
                 loaded: true,
                 joined: true,
+                speed: 1.0,
                 window: VecDeque::new(),
             });
         }
@@ -111,11 +129,12 @@ impl Pods {
 
     /// Pod `i` is placed on `node` at `now`; returns when it finishes loading, if it must
     /// (a pod of the initial deployment placed at time 0 is loaded already).
-    pub fn place(&mut self, i: usize, node: usize, now: SimTime) -> Option<SimTime> {
+    pub fn place(&mut self, i: usize, node: usize, now: SimTime, speed: f64) -> Option<SimTime> {
         let load = SimTime::from_secs_f64_ceil(self.cost.load_s());
         let p = &mut self.pods[i];
         p.node = Some(node);
         p.placed_at = now;
+        p.speed = speed;
         if p.loaded && now == SimTime::ZERO {
             return None;
         }
@@ -181,6 +200,7 @@ impl Pods {
             created: now,
             node: None,
             placed_at: now,
+            speed: 1.0,
             loaded_at: SimTime::MAX,
             loaded: false,
             joined: false,
@@ -317,7 +337,7 @@ impl Pods {
                     let busy = (trained / cap).clamp(0.0, 1.0);
                     (
                         Some(sample(draw(busy).min(1.0))),
-                        Some(sample(draw(0.15 + 0.6 * busy))),
+                        Some(sample(draw(CPU_IDLE + CPU_PER_BUSY * busy))),
                         Some(sample(draw(trained / dur))),
                     )
                 } else {
@@ -353,7 +373,7 @@ mod tests {
         let mut p = Pods::deployed(n, &cost(mode));
         for i in p.unplaced() {
             assert_eq!(
-                p.place(i, 0, SimTime::ZERO),
+                p.place(i, 0, SimTime::ZERO, 1.0),
                 None,
                 "initial pods are loaded"
             );
@@ -368,7 +388,7 @@ mod tests {
         p.take_freed();
         p.unplaced()
             .into_iter()
-            .filter_map(|i| p.place(i, 0, now).map(|at| (p.pods[i].id, at)))
+            .filter_map(|i| p.place(i, 0, now, 1.0).map(|at| (p.pods[i].id, at)))
             .collect()
     }
 
@@ -377,7 +397,7 @@ mod tests {
         let mut p = Pods::deployed(2, &cost(RescaleMode::Rolling));
         for i in p.unplaced() {
             assert_eq!(
-                p.place(i, i, SimTime::ZERO),
+                p.place(i, i, SimTime::ZERO, 1.0),
                 None,
                 "initial pods are loaded"
             );

@@ -144,17 +144,19 @@ impl Stream {
         start..start + len
     }
 
-    /// Advances `[t0_ms, t1_ms)`: arrivals at `rates` (samples/s per partition), then `w`
-    /// workers with `cap` samples each of capacity for the interval consume.
+    /// Advances `[t0_ms, t1_ms)`: arrivals at `rates` (samples/s per partition), then the
+    /// consuming workers, with `caps[i]` samples of capacity each for the interval (less
+    /// than `nominal`, one worker's capacity at full speed, for a straggler), consume.
     pub fn advance(
         &mut self,
         t0_ms: u64,
         t1_ms: u64,
         rates: &[f64],
-        w: usize,
-        cap: f64,
+        caps: &[f64],
+        nominal: f64,
         shuffle: Option<ShuffleConfig>,
     ) -> IntervalOutcome {
+        let w = caps.len();
         let dt = (t1_ms - t0_ms) as f64 / 1000.0;
         for (p, r) in self.parts.iter_mut().zip(rates) {
             p.arrived += r * dt;
@@ -166,15 +168,16 @@ impl Stream {
             trained: vec![0.0; w],
             forwarded: 0.0,
         };
-        if w == 0 || cap <= 0.0 {
+        if w == 0 || caps.iter().all(|&c| c <= 0.0) {
             return out;
         }
-        let mut caps = vec![cap; w];
+        let mut caps = caps.to_vec();
         if let Some(cfg) = shuffle {
             let demand: Vec<f64> = (0..w)
                 .map(|i| self.range(i, w).map(|j| self.parts[j].backlog()).sum())
                 .collect();
-            out.forwarded = forward(&demand, &mut caps, cap / dt.max(1e-9), cfg);
+            // The thresholds are in seconds of a worker's nominal capacity.
+            out.forwarded = forward(&demand, &mut caps, nominal / dt.max(1e-9), cfg);
         }
         for (i, &cap_i) in caps.iter().enumerate() {
             let range = self.range(i, w);
@@ -343,13 +346,13 @@ mod tests {
     #[test]
     fn lag_on_a_hand_computable_stream() {
         let mut s = Stream::new(1);
-        s.advance(0, 60_000, &[10.0], 0, 0.0, None);
+        s.advance(0, 60_000, &[10.0], &[], 0.0, None);
         assert_eq!(s.parts[0].backlog(), 600.0);
         assert_eq!(s.max_lag_ms(60_000), 60_000.0);
-        s.advance(60_000, 90_000, &[10.0], 1, 20.0 * 30.0, None);
+        s.advance(60_000, 90_000, &[10.0], &[600.0], 600.0, None);
         assert_eq!(s.parts[0].backlog(), 300.0);
         assert_eq!(s.max_lag_ms(90_000), 30_000.0);
-        s.advance(90_000, 120_000, &[10.0], 1, 20.0 * 30.0, None);
+        s.advance(90_000, 120_000, &[10.0], &[600.0], 600.0, None);
         assert_eq!(s.parts[0].backlog(), 0.0);
         assert_eq!(s.max_lag_ms(120_000), 0.0);
     }
@@ -362,7 +365,7 @@ mod tests {
     fn shuffle_units_train_oldest_first_across_a_workers_partitions() {
         let run = |shuffle: Option<ShuffleConfig>| {
             let mut s = Stream::new(2);
-            s.advance(0, 60_000, &[90.0, 10.0], 1, 3_000.0, shuffle);
+            s.advance(0, 60_000, &[90.0, 10.0], &[3_000.0], 3_000.0, shuffle);
             s
         };
         let fair = run(None);
@@ -382,17 +385,32 @@ mod tests {
         let mut shuf = Stream::new(2);
         for k in 0..10u64 {
             let (t0, t1) = (k * 60_000, (k + 1) * 60_000);
-            plain.advance(t0, t1, &[15.0, 0.0], 2, 600.0, None);
+            plain.advance(t0, t1, &[15.0, 0.0], &[600.0; 2], 600.0, None);
             shuf.advance(
                 t0,
                 t1,
                 &[15.0, 0.0],
-                2,
+                &[600.0; 2],
                 600.0,
                 Some(ShuffleConfig::default()),
             );
         }
         assert!(plain.backlog() > 2_000.0, "one worker cannot keep up");
         assert!(shuf.backlog() < plain.backlog() / 2.0, "{}", shuf.backlog());
+    }
+}
+
+#[cfg(test)]
+mod straggler_tests {
+    use super::*;
+
+    /// A worker with half the capacity trains half of its own partition's arrivals; the
+    /// other worker keeps up with its own.
+    #[test]
+    fn a_slow_worker_trains_its_partitions_at_its_own_capacity() {
+        let mut s = Stream::new(2);
+        s.advance(0, 60_000, &[10.0, 10.0], &[600.0, 300.0], 600.0, None);
+        assert_eq!(s.parts[0].backlog(), 0.0);
+        assert_eq!(s.parts[1].backlog(), 300.0);
     }
 }

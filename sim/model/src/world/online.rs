@@ -177,8 +177,14 @@ impl World {
             let Some(node) = self.cluster.place(&req) else {
                 break;
             };
+            // A worker on a slow node is a straggler there, as a batch pod is.
+            let speed = if self.slow_nodes[node] {
+                crate::online::pods::straggler_speed(self.faults.straggler_cpu_ratio)
+            } else {
+                1.0
+            };
             let job = &mut self.online[k];
-            if let Some(at) = job.pods.place(i, node, now) {
+            if let Some(at) = job.pods.place(i, node, now, speed) {
                 let pod = job.pods.pods[i].id;
                 queue.push(at, Event::OnlinePodLoaded { job: k, pod });
             }

@@ -444,6 +444,58 @@ fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
     );
 }
 
+/// Co-located services that throttle a node slow the online workers on it, as they slow
+/// batch pods: the same job on the same nodes falls behind when the services take CPU.
+#[test]
+fn colocated_services_throttle_online_workers() {
+    let dir = scratch("online-throttle");
+    let run = |colocation: &str| {
+        let sc = dir.join(format!("{colocation}.json"));
+        let faults = match colocation {
+            "throttle" => {
+                r#", "colocation": { "node_fraction": 1.0, "trough": 0.4, "peak": 0.7, "action": "throttle" }"#
+            }
+            _ => "",
+        };
+        std::fs::write(
+            &sc,
+            format!(
+                r#"{{
+  "name": "online-throttle",
+  "seed": 2,
+  "cluster": {{ "groups": [ {{ "name": "gpu", "count": 2, "cores": 32, "mem_gb": 256, "gpus": 4 }} ] }},
+  "policy": "static",
+  "faults": {{ "pod_failure_per_day": 0.0{faults} }},
+  "online": [ {{
+    "name": "stream",
+    "days": 1,
+    "max_workers": 8,
+    "job": {{ "mode": "sync", "initial_workers": 6, "profile_workers": [1, 2, 4, 6, 8] }},
+    "traffic": {{ "peak_sps": 30000, "partitions": 16 }}
+  }} ]
+}}"#
+            ),
+        )
+        .unwrap();
+        let out = dir.join(format!("out-{colocation}"));
+        let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let whole: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        whole["online_jobs"][0].clone()
+    };
+    let (free, throttled) = (run("none"), run("throttle"));
+    let lag = |j: &serde_json::Value| j["accumulated_lag_min"].as_f64().unwrap();
+    assert!(
+        lag(&throttled) > 2.0 * lag(&free) + 1.0,
+        "{free}\n{throttled}"
+    );
+    assert_eq!(
+        throttled["pods_lost"], 0,
+        "throttling evicts nothing: {throttled}"
+    );
+}
+
 /// The mixed scenario (the quickstart's batch day beside three online jobs, co-located
 /// services, added GPU nodes) replays end to end under composed specs: one run folder per
 /// spec with batch and online outputs, and the Table 3 comparison naming each spec.

@@ -159,9 +159,10 @@ impl OnlineJob {
             self.truth.throughput(w as u32) / w as f64
         };
         let cap = per_worker * active_ms as f64 / 1000.0;
-        // Each consuming worker trains at its node's speed (a straggler on a slow node);
+        // Each consuming worker trains at its node's speed (a straggler on a slow or
+        // throttled node);
         // in synchronous training every worker waits for the slowest at each step.
-        let speeds: Vec<f64> = joined.iter().map(|&i| self.pods.pods[i].speed).collect();
+        let speeds: Vec<f64> = joined.iter().map(|&i| self.pods.pods[i].speed()).collect();
         let slowest = speeds.iter().copied().fold(1.0, f64::min);
         let caps: Vec<f64> = speeds
             .iter()
@@ -270,6 +271,24 @@ impl OnlineJob {
         if lost > 0 {
             self.acc.pods_lost += u64::from(lost);
             self.pods.rescale(now, self.target);
+        }
+    }
+
+    /// Co-located services on `node` left its pods `throttle` of their CPU from `now`.
+    pub fn throttle_node(&mut self, now: SimTime, node: usize, throttle: f64) {
+        if !self
+            .pods
+            .pods
+            .iter()
+            .any(|p| p.node == Some(node) && p.throttle != throttle)
+        {
+            return;
+        }
+        self.advance(now);
+        for p in &mut self.pods.pods {
+            if p.node == Some(node) {
+                p.throttle = throttle;
+            }
         }
     }
 

@@ -54,11 +54,22 @@ pub struct Pod {
     pub loaded_at: SimTime,
     pub loaded: bool,
     pub joined: bool,
-    /// The share of its nominal speed the pod trains at on its node: 1, or less on a slow
-    /// node (a straggler; set at placement by the world).
-    pub speed: f64,
+    /// The share of its CPU request the pod's node gives it: 1, or
+    /// `faults.straggler_cpu_ratio` on a slow node (set at placement by the world).
+    pub cpu_share: f64,
+    /// What co-located services leave of that (1 when they take nothing; set by the world
+    /// at each co-location update).
+    pub throttle: f64,
     /// `(t_end_ms, trained, capacity, duration_s)` per interval while joined.
     window: VecDeque<(u64, f64, f64, f64)>,
+}
+
+impl Pod {
+    /// The share of its nominal speed the pod trains at: what the CPU its node leaves it
+    /// can feed ([`straggler_speed`]); 1 with its whole request.
+    pub fn speed(&self) -> f64 {
+        straggler_speed(self.cpu_share * self.throttle)
+    }
 }
 
 /// The job's pods and its consumer-group state.
@@ -105,7 +116,8 @@ impl Pods {
                 loaded_at: SimTime::ZERO,
                 loaded: true,
                 joined: true,
-                speed: 1.0,
+                cpu_share: 1.0,
+                throttle: 1.0,
                 window: VecDeque::new(),
             });
         }
@@ -129,12 +141,19 @@ impl Pods {
 
     /// Pod `i` is placed on `node` at `now`; returns when it finishes loading, if it must
     /// (a pod of the initial deployment placed at time 0 is loaded already).
-    pub fn place(&mut self, i: usize, node: usize, now: SimTime, speed: f64) -> Option<SimTime> {
+    pub fn place(
+        &mut self,
+        i: usize,
+        node: usize,
+        now: SimTime,
+        cpu_share: f64,
+    ) -> Option<SimTime> {
         let load = SimTime::from_secs_f64_ceil(self.cost.load_s());
         let p = &mut self.pods[i];
         p.node = Some(node);
         p.placed_at = now;
-        p.speed = speed;
+        p.cpu_share = cpu_share;
+        p.throttle = 1.0;
         if p.loaded && now == SimTime::ZERO {
             return None;
         }
@@ -200,7 +219,8 @@ impl Pods {
             created: now,
             node: None,
             placed_at: now,
-            speed: 1.0,
+            cpu_share: 1.0,
+            throttle: 1.0,
             loaded_at: SimTime::MAX,
             loaded: false,
             joined: false,

@@ -205,5 +205,6 @@ impl World {
                 self.refresh_rate(now, j, queue);
             }
         }
+        self.online_node_throttled(now, n, factor);
     }
 }

@@ -155,6 +155,16 @@ impl World {
         }
     }
 
+    /// Co-located services on node `n` left its pods `throttle` of their CPU: online
+    /// workers there train at the speed that CPU can feed ([`crate::online::pods::Pod::speed`]).
+    pub(super) fn online_node_throttled(&mut self, now: SimTime, n: usize, throttle: f64) {
+        for job in &mut self.online {
+            if job.phase != OnlinePhase::Ended {
+                job.throttle_node(now, n, throttle);
+            }
+        }
+    }
+
     /// Releases the nodes of job `k`'s removed pods; says whether there were any.
     fn online_release(&mut self, k: usize) -> bool {
         let req = self.online[k].spec.worker.request();
@@ -178,13 +188,13 @@ impl World {
                 break;
             };
             // A worker on a slow node is a straggler there, as a batch pod is.
-            let speed = if self.slow_nodes[node] {
-                crate::online::pods::straggler_speed(self.faults.straggler_cpu_ratio)
+            let cpu_share = if self.slow_nodes[node] {
+                self.faults.straggler_cpu_ratio
             } else {
                 1.0
             };
             let job = &mut self.online[k];
-            if let Some(at) = job.pods.place(i, node, now, speed) {
+            if let Some(at) = job.pods.place(i, node, now, cpu_share) {
                 let pod = job.pods.pods[i].id;
                 queue.push(at, Event::OnlinePodLoaded { job: k, pod });
             }

@@ -12,7 +12,8 @@ pub struct ReportArgs {
     /// --policy a,b --out`) or sweep folders (`dlsim sweep --out`).
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Policy the deltas are taken against [default: static when present, else the first].
+    /// Policy the deltas are taken against [default: static when present, else a
+    /// composed static+..., else the first].
     #[arg(long)]
     pub baseline: Option<String>,
     /// Output folder.

@@ -68,8 +68,19 @@ pub struct Written {
     pub headlines: Vec<String>,
 }
 
+/// The policy deltas are taken against by default: `static`; else the first composed spec
+/// whose cluster policy is `static` (`static+hpa`); else the first policy.
+fn default_baseline(names: &[String]) -> String {
+    names
+        .iter()
+        .find(|n| *n == "static")
+        .or_else(|| names.iter().find(|n| n.starts_with("static+")))
+        .unwrap_or(&names[0])
+        .clone()
+}
+
 /// Builds the report of the runs under `inputs` into `out`. `baseline` is the policy
-/// deltas are taken against [default: `static` when present, else the first policy].
+/// deltas are taken against [default: [`default_baseline`]].
 pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow::Result<Written> {
     let runs = load_runs(inputs)?;
     let names = policies(&runs);
@@ -79,8 +90,7 @@ pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow:
             "--baseline `{b}` is none of the runs' policies ({})",
             names.join(", ")
         ),
-        None if names.iter().any(|n| n == "static") => "static".into(),
-        None => names[0].clone(),
+        None => default_baseline(&names),
     };
     // Written into a staging folder beside `out` and renamed into place at the end, so a
     // failure halfway (a malformed run file) leaves no half report (`dlsim_fsio`).

@@ -11,6 +11,12 @@
 //! (a step function) and 0 from the job's end, one colour per policy. Without traced
 //! observations there is no throughput over time to draw, and the figure is left out.
 //!
+//! A figure the runs hold no data for is left out with a one-line note rather than drawn
+//! empty: without batch jobs (an online-only run) the JCT CDF, throughput and failure
+//! figures; a utilisation or allocation figure whose timeline column is 0 in every run
+//! (online pods allocate CPU but report no CPU use there). The online figures are in
+//! `online_figures`.
+//!
 //! Each figure is built by a pure function of the runs ([`specs`]) and then written, so
 //! the tests render exactly what the report writes.
 
@@ -554,6 +560,25 @@ mod tests {
             assert!(strays.inside > 1_000, "{}: {strays:?}", s.stem);
             assert_eq!(strays.outside, 0, "{}: drawn outside its axes", s.stem);
         }
+    }
+
+    #[test]
+    fn batch_figures_without_data_are_left_out_with_a_note() {
+        let mut online_only = runs();
+        for r in &mut online_only {
+            let n = r.jobs.height();
+            r.jobs = df!("id" => vec![900i64; n], "status" => vec!["online"; n]).unwrap();
+            let t = r.timeline.height();
+            r.timeline
+                .with_column(Column::new("cpu_used".into(), vec![0.0; t]))
+                .unwrap();
+        }
+        let (specs, notes) = specs(&online_only, "static").unwrap();
+        let stems: Vec<&str> = specs.iter().map(|s| s.stem.as_str()).collect();
+        assert_eq!(stems, ["allocation"]);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("No utilisation figure"), "{notes:?}");
+        assert!(notes[1].contains("no batch jobs"), "{notes:?}");
     }
 
     fn series(spec: &Spec) -> &[Series] {

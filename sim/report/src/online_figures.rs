@@ -45,9 +45,12 @@ struct Minute {
     lag_s: f64,
 }
 
+/// A run's online jobs summed per minute, by minute.
+type Minutes = BTreeMap<u64, Minute>;
+
 /// The minutes of `run`'s `online.csv`, its jobs summed (empty without the file).
-fn minutes(run: &Run) -> anyhow::Result<BTreeMap<u64, Minute>> {
-    let mut out: BTreeMap<u64, Minute> = BTreeMap::new();
+fn minutes(run: &Run) -> anyhow::Result<Minutes> {
+    let mut out = Minutes::new();
     let Some(df) = &run.online else {
         return Ok(out);
     };
@@ -70,7 +73,7 @@ fn minutes(run: &Run) -> anyhow::Result<BTreeMap<u64, Minute>> {
 }
 
 /// Per policy, each run's summed minutes.
-fn per_policy(runs: &[Run]) -> anyhow::Result<Vec<(String, Vec<BTreeMap<u64, Minute>>)>> {
+fn per_policy(runs: &[Run]) -> anyhow::Result<Vec<(String, Vec<Minutes>)>> {
     let mut out = Vec::new();
     for policy in policies(runs) {
         let seeds = runs_of(runs, &policy)
@@ -245,6 +248,7 @@ fn violations(runs: &[Run]) -> Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsim_plot::Series;
     use polars::prelude::*;
     use std::path::PathBuf;
 

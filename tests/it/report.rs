@@ -352,6 +352,7 @@ fn online_only_report_has_the_table3_table_and_the_online_figures() {
         assert!(!out.join(gone).exists(), "{gone} in an online-only report");
     }
     assert!(md.contains("No summary, deltas or failures table: the runs have no batch jobs."));
+    assert!(!md.contains("Baseline policy"), "no deltas, so no baseline");
     assert!(md.contains("No JCT CDF, throughput or failure figure: the runs have no batch jobs."));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<h2>Online jobs</h2>"));

@@ -219,7 +219,10 @@ struct Doc<'a> {
 impl Doc<'_> {
     fn markdown(&self) -> String {
         let mut md = String::from("# dlsim report\n\n");
-        writeln!(md, "Baseline policy: `{}`.\n", self.baseline).unwrap();
+        // Deltas are taken against the baseline; without batch tables there are none.
+        if !self.tables.is_empty() {
+            writeln!(md, "Baseline policy: `{}`.\n", self.baseline).unwrap();
+        }
         for h in self.headlines {
             writeln!(md, "- {h}").unwrap();
         }
@@ -258,11 +261,13 @@ impl Doc<'_> {
              figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
              </style></head><body>\n<h1>dlsim report</h1>\n",
         );
-        writeln!(
-            h,
-            "<p>Baseline policy: <code>{}</code>.</p>",
-            escape(self.baseline)
-        )?;
+        if !self.tables.is_empty() {
+            writeln!(
+                h,
+                "<p>Baseline policy: <code>{}</code>.</p>",
+                escape(self.baseline)
+            )?;
+        }
         if !self.headlines.is_empty() {
             h.push_str("<ul>\n");
             for l in self.headlines {

@@ -19,8 +19,8 @@ use anyhow::{bail, Context};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Every file `dlsim report` may write into its folder (the tables of `aggregate`, the
-/// figures of `figures::specs`, the documents). An earlier report is replaced whole; a
+/// Every file `dlsim report` may write into its folder (the tables of `aggregate` and
+/// `online`, the figures of `figures::specs` and `online_figures::specs`, the documents). An earlier report is replaced whole; a
 /// folder holding anything else is refused, not replaced. Checked on every report.
 pub const REPORT_FILES: [&str; 34] = [
     "report.md",

@@ -8,10 +8,12 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// Run folders (`dlsim replay --out`) or sweep folders (`dlsim sweep --out`).
+    /// Run folders (`dlsim replay --out`), folders of one run per policy (`dlsim replay
+    /// --policy a,b --out`) or sweep folders (`dlsim sweep --out`).
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Policy the deltas are taken against [default: static when present, else the first].
+    /// Policy the deltas are taken against [default: static when present, else a
+    /// composed static+..., else the first].
     #[arg(long)]
     pub baseline: Option<String>,
     /// Output folder.
@@ -24,9 +26,12 @@ pub struct ReportArgs {
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     for dir in &args.runs {
-        if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
+        if !dir.join("summary.json").is_file()
+            && !dir.join("sweep.json").is_file()
+            && dlsim_report::aggregate::policy_folders(dir).is_none()
+        {
             return Err(BadInput(format!(
-                "{}: not a run folder (summary.json) nor a sweep folder (sweep.json)",
+                "{}: not a run folder (summary.json), a folder of run folders (`replay --policy a,b`) nor a sweep folder (sweep.json)",
                 dir.display()
             ))
             .into());

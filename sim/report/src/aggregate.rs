@@ -3,7 +3,8 @@
 //! baseline policy, and failure counts by reason.
 //!
 //! Policies are listed in the order they are first met in the inputs, and runs in input
-//! order (a sweep folder in its grid order), so a report is reproducible.
+//! order (a sweep folder in its grid order, a `replay --policy a,b` folder in the order of
+//! its run folders' names), so a report is reproducible.
 
 use crate::results::{format_delta, Delta};
 use crate::table::{Cell, Provenance, Table};
@@ -25,6 +26,8 @@ pub struct Run {
     pub timeline: DataFrame,
     /// `observations.csv`, when the run traced what policies observe.
     pub observations: Option<DataFrame>,
+    /// `online.csv`, when the run had online jobs (one row per online job and minute).
+    pub online: Option<DataFrame>,
 }
 
 impl Run {
@@ -34,6 +37,34 @@ impl Run {
             .and_then(Value::as_f64)
             .unwrap_or(f64::NAN)
     }
+
+    /// The run's online jobs (`summary.json`'s `online_jobs`), empty without any.
+    pub fn online_jobs(&self) -> &[Value] {
+        self.summary["online_jobs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Whether `jobs.csv` has a batch job (a row whose status is not `online`).
+    pub fn has_batch_jobs(&self) -> anyhow::Result<bool> {
+        Ok(strings(&self.jobs, "status")?.iter().any(|s| s != "online"))
+    }
+}
+
+/// The run folders of a `dlsim replay --policy a,b --out DIR` folder: its sub-folders that
+/// hold a `summary.json`, by name; `None` when `dir` has none (or is a run or sweep folder).
+pub fn policy_folders(dir: &Path) -> Option<Vec<PathBuf>> {
+    if dir.join("summary.json").is_file() || dir.join("sweep.json").is_file() {
+        return None;
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    found.sort();
+    (!found.is_empty()).then_some(found)
 }
 
 /// Every run under `paths`: run folders as given, sweep folders as their runs in grid order.
@@ -46,6 +77,10 @@ pub fn load_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
                 if crate::exec::is_done(path, p) {
                     runs.push(load_run(&crate::exec::run_dir(path, p))?);
                 }
+            }
+        } else if let Some(dirs) = policy_folders(path) {
+            for dir in dirs {
+                runs.push(load_run(&dir)?);
             }
         } else {
             runs.push(load_run(path)?);
@@ -97,6 +132,7 @@ fn load_run(dir: &Path) -> anyhow::Result<Run> {
     let summary: Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: malformed JSON", summary_path.display()))?;
     let observations = dir.join("observations.csv");
+    let online = dir.join("online.csv");
     let mut policy = summary["policy"].as_str().unwrap_or("?").to_string();
     // A sweep run with scenario overrides is its own configuration: `policy @ overrides`.
     if let Ok(text) =
@@ -116,6 +152,11 @@ fn load_run(dir: &Path) -> anyhow::Result<Run> {
         timeline: read_csv(&dir.join("timeline.csv"))?,
         observations: if observations.is_file() {
             Some(read_csv(&observations)?)
+        } else {
+            None
+        },
+        online: if online.is_file() {
+            Some(read_csv(&online)?)
         } else {
             None
         },
@@ -544,6 +585,7 @@ mod tests {
             jobs,
             timeline: DataFrame::empty(),
             observations: None,
+            online: None,
         }
     }
 

@@ -11,6 +11,12 @@
 //! (a step function) and 0 from the job's end, one colour per policy. Without traced
 //! observations there is no throughput over time to draw, and the figure is left out.
 //!
+//! A figure the runs hold no data for is left out with a one-line note rather than drawn
+//! empty: without batch jobs (an online-only run) the JCT CDF, throughput and failure
+//! figures; a utilisation or allocation figure whose timeline column is 0 in every run
+//! (online pods allocate CPU but report no CPU use there). The online figures are in
+//! `online_figures`.
+//!
 //! Each figure is built by a pure function of the runs ([`specs`]) and then written, so
 //! the tests render exactly what the report writes.
 
@@ -35,10 +41,10 @@ pub struct Spec {
     pub figure: dlsim_plot::Figure,
 }
 
-/// Draws every figure into `dir`.
-pub fn draw_all(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Vec<Figure>> {
+/// Draws `specs` into `dir`.
+pub fn draw_all(specs: Vec<Spec>, dir: &Path) -> anyhow::Result<Vec<Figure>> {
     let mut out = Vec::new();
-    for spec in specs(runs, baseline)? {
+    for spec in specs {
         let files = spec.figure.write(&dir.join(&spec.stem))?;
         let (_, plot_area) = spec.figure.svg()?;
         out.push(Figure {
@@ -51,19 +57,64 @@ pub fn draw_all(runs: &[Run], baseline: &str, dir: &Path) -> anyhow::Result<Vec<
     Ok(out)
 }
 
-/// Every figure of the report, in order.
-pub fn specs(runs: &[Run], baseline: &str) -> anyhow::Result<Vec<Spec>> {
-    let mut out = vec![
-        jct_cdf(runs)?,
-        timeline_figure(runs, "utilisation", "cpu_used", "CPU cores in use")?,
-        timeline_figure(runs, "allocation", "cpu_alloc", "CPU cores allocated")?,
-    ];
-    out.extend(throughput(runs, baseline)?);
-    out.push(failures(runs)?);
-    Ok(out)
+/// Every batch figure of the report, in order, and a one-line note for each one left out
+/// because the runs hold nothing for it: without batch jobs (an online-only run) the JCT
+/// CDF, throughput and failure figures; a timeline figure whose column is 0 throughout
+/// every run; the throughput figure without traced observations.
+pub fn specs(runs: &[Run], baseline: &str) -> anyhow::Result<(Vec<Spec>, Vec<String>)> {
+    let batch = batch_jobs(runs)?;
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    if batch {
+        out.push(jct_cdf(runs)?);
+    }
+    for (stem, column, what) in [
+        ("utilisation", "cpu_used", "CPU cores in use"),
+        ("allocation", "cpu_alloc", "CPU cores allocated"),
+    ] {
+        if timeline_is_zero(runs, column)? {
+            notes.push(format!(
+                "No {stem} figure: `{column}` of `timeline.csv` is 0 throughout every run."
+            ));
+        } else {
+            out.push(timeline_figure(runs, stem, column, what)?);
+        }
+    }
+    if batch {
+        match throughput(runs, baseline)? {
+            Some(t) => out.push(t),
+            None => notes.push(
+                "No throughput figure: no run traced what the profiler saw (replay with `--trace-observations`).".into(),
+            ),
+        }
+        out.push(failures(runs)?);
+    } else {
+        notes.push("No JCT CDF, throughput or failure figure: the runs have no batch jobs.".into());
+    }
+    Ok((out, notes))
 }
 
-fn chart(title: &str, x: &str, y: &str) -> Chart {
+/// Whether any run has a batch job.
+pub fn batch_jobs(runs: &[Run]) -> anyhow::Result<bool> {
+    for r in runs {
+        if r.has_batch_jobs()? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether `column` of every run's timeline is 0 (or the timeline is empty).
+fn timeline_is_zero(runs: &[Run], column: &str) -> anyhow::Result<bool> {
+    for r in runs {
+        if floats(&r.timeline, column)?.iter().any(|v| *v != 0.0) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+pub(crate) fn chart(title: &str, x: &str, y: &str) -> Chart {
     Chart {
         title: title.into(),
         x_label: x.into(),
@@ -72,7 +123,7 @@ fn chart(title: &str, x: &str, y: &str) -> Chart {
     }
 }
 
-fn spec(stem: &str, caption: String, chart: Chart, body: Body) -> Spec {
+pub(crate) fn spec(stem: &str, caption: String, chart: Chart, body: Body) -> Spec {
     Spec {
         stem: stem.into(),
         caption,
@@ -81,12 +132,12 @@ fn spec(stem: &str, caption: String, chart: Chart, body: Body) -> Spec {
 }
 
 /// Runs of `policy`, in input order.
-fn runs_of<'a>(runs: &'a [Run], policy: &'a str) -> impl Iterator<Item = &'a Run> + 'a {
+pub(crate) fn runs_of<'a>(runs: &'a [Run], policy: &'a str) -> impl Iterator<Item = &'a Run> + 'a {
     runs.iter().filter(move |r| r.policy == policy)
 }
 
 /// Mean and (min, max) over `values` (not empty).
-fn spread(values: &[f64]) -> (f64, f64, f64) {
+pub(crate) fn spread(values: &[f64]) -> (f64, f64, f64) {
     let n = values.len() as f64;
     let (lo, hi) = values
         .iter()
@@ -207,12 +258,12 @@ fn timeline_figure(runs: &[Run], stem: &str, column: &str, what: &str) -> anyhow
 }
 
 /// A line and its band, as [`Series`] holds them.
-type LineBand = (Vec<(f64, f64)>, Vec<(f64, f64, f64)>);
+pub(crate) type LineBand = (Vec<(f64, f64)>, Vec<(f64, f64, f64)>);
 
 /// Mean and min-max band over seeds of sampled series `(time_s, value)`, on the union of
 /// their sampling times (hours). A seed holds its last value between its samples, and is 0
 /// after its last one (its run had ended: nothing running, nothing allocated).
-fn mean_band(seeds: &[Vec<(u64, f64)>]) -> LineBand {
+pub(crate) fn mean_band(seeds: &[Vec<(u64, f64)>]) -> LineBand {
     let mut times: Vec<u64> = seeds.iter().flatten().map(|p| p.0).collect();
     times.sort_unstable();
     times.dedup();
@@ -476,6 +527,7 @@ mod tests {
             jobs,
             timeline,
             observations: Some(observations),
+            online: None,
         }
     }
 
@@ -490,7 +542,8 @@ mod tests {
 
     #[test]
     fn every_figure_is_drawn_inside_its_axes() {
-        let specs = specs(&runs(), "static").unwrap();
+        let (specs, notes) = specs(&runs(), "static").unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
         let stems: Vec<&str> = specs.iter().map(|s| s.stem.as_str()).collect();
         assert_eq!(
             stems,
@@ -507,6 +560,25 @@ mod tests {
             assert!(strays.inside > 1_000, "{}: {strays:?}", s.stem);
             assert_eq!(strays.outside, 0, "{}: drawn outside its axes", s.stem);
         }
+    }
+
+    #[test]
+    fn batch_figures_without_data_are_left_out_with_a_note() {
+        let mut online_only = runs();
+        for r in &mut online_only {
+            let n = r.jobs.height();
+            r.jobs = df!("id" => vec![900i64; n], "status" => vec!["online"; n]).unwrap();
+            let t = r.timeline.height();
+            r.timeline
+                .with_column(Column::new("cpu_used".into(), vec![0.0; t]))
+                .unwrap();
+        }
+        let (specs, notes) = specs(&online_only, "static").unwrap();
+        let stems: Vec<&str> = specs.iter().map(|s| s.stem.as_str()).collect();
+        assert_eq!(stems, ["allocation"]);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("No utilisation figure"), "{notes:?}");
+        assert!(notes[1].contains("no batch jobs"), "{notes:?}");
     }
 
     fn series(spec: &Spec) -> &[Series] {

@@ -9,6 +9,8 @@
 //!   tolerances (the file itself: `dlsim_study::baseline`).
 //! - [`aggregate`], [`figures`], [`render`]: `dlsim report`, from run folders to tables,
 //!   figures, `report.md` and a self-contained `report.html`.
+//! - [`online`], [`online_figures`]: the report's online section (Table 3 layout, lag,
+//!   workers vs load, violation minutes), present when a run has online jobs.
 //! - [`table`]: a typed table rendered as Markdown, HTML, CSV and Parquet (polars).
 //!
 //! Polars lives only in this crate, with its eager API (no `lazy`, which pulls in a cloud
@@ -19,6 +21,8 @@ pub mod check;
 pub mod exec;
 pub mod figures;
 pub mod jobs;
+pub mod online;
+pub mod online_figures;
 pub mod render;
 pub mod results;
 pub mod table;

@@ -43,8 +43,8 @@ impl Provenance {
     }
 }
 
-/// The unit of a column, read from its name: `_s` seconds, `_mb` megabytes, `_cpu` and
-/// `_cores` cores, `_gpu` GPUs, `_pct`
+/// The unit of a column, read from its name: `_s` seconds, `_min` minutes, `_hours` hours,
+/// `_mb` megabytes, `_cpu` and `_cores` cores, `_gpu` GPUs, `_pct`
 /// percent, `_pp` percentage points; utilisation, allocation and JCR are fractions
 /// (0-1); counts are counts. `None` for labels (policy, ids).
 pub fn unit(column: &str) -> Option<&'static str> {
@@ -62,6 +62,10 @@ pub fn unit(column: &str) -> Option<&'static str> {
     ];
     if column.ends_with("_s") {
         Some("s")
+    } else if column.ends_with("_min") {
+        Some("min")
+    } else if column.ends_with("_hours") {
+        Some("h")
     } else if column.ends_with("_mb") {
         Some("MB")
     } else if column.ends_with("_cpu") || column.ends_with("_cores") {
@@ -473,6 +477,8 @@ mod tests {
     #[test]
     fn units_follow_the_column_names() {
         assert_eq!(unit("jct_median_s"), Some("s"));
+        assert_eq!(unit("accumulated_lag_min"), Some("min"));
+        assert_eq!(unit("gpu_hours"), Some("h"));
         assert_eq!(unit("worker_mem_mb"), Some("MB"));
         assert_eq!(unit("cluster_cpu_util"), Some("fraction (0-1)"));
         assert_eq!(unit("jcr"), Some("fraction (0-1)"));

@@ -364,6 +364,10 @@ pub const DELTA_METRICS: &[(&str, &str, bool)] = &[
     ("jcr", "JCR", false),
     ("cluster_cpu_util", "cluster CPU util", false),
     ("cluster_mem_util", "cluster mem util", false),
+    // Runs with online jobs only (absent elsewhere, so neither a row nor a column there).
+    ("online_accumulated_lag_min", "online lag", true),
+    ("online_violation_rate", "online SLO violations", false),
+    ("online_gpu_hours", "online GPU hours", true),
 ];
 
 /// One run's value of a [`DELTA_METRICS`] metric: JCT statistics over its completed jobs
@@ -466,21 +470,44 @@ pub fn deltas_table(deltas: &Deltas, baseline: &str) -> Table {
 /// The deltas for people: one row per policy, JCT in %, rates in percentage points, each
 /// `mean [95% CI]`; and one headline per policy.
 pub fn deltas_view(deltas: &Deltas, baseline: &str) -> (Table, Vec<String>) {
+    // A metric no pair has (utilisation of summaries without it, online metrics of
+    // batch-only runs) gets no column.
+    let shown: Vec<bool> = (0..DELTA_METRICS.len())
+        .map(|k| deltas.iter().any(|(_, per)| per[k].is_some()))
+        .collect();
     let mut cols = vec!["policy", "vs"];
-    cols.extend(DELTA_METRICS.iter().map(|m| m.1));
+    cols.extend(
+        DELTA_METRICS
+            .iter()
+            .zip(&shown)
+            .filter(|(_, &on)| on)
+            .map(|(m, _)| m.1),
+    );
     cols.push("seeds");
+    let online = DELTA_METRICS
+        .iter()
+        .zip(&shown)
+        .any(|(m, &on)| on && m.0.starts_with("online_"));
+    let units = if online {
+        "JCT, online lag and GPU hours in %, JCR, utilisation and SLO violations in percentage points"
+    } else {
+        "JCT in %, JCR and utilisation in percentage points"
+    };
     let mut t = Table::new(
         "deltas",
-        &format!(
-            "Change against `{baseline}`, paired by seed: JCT in %, JCR and utilisation in percentage points, mean [95% CI] over seeds"
-        ),
+        &format!("Change against `{baseline}`, paired by seed: {units}, mean [95% CI] over seeds"),
         &cols,
     );
     let mut headlines = Vec::new();
     for (policy, per_metric) in deltas {
         let mut row: Vec<Cell> = vec![policy.clone().into(), baseline.into()];
         let mut n = 0;
-        for ((_, _, relative), d) in DELTA_METRICS.iter().zip(per_metric) {
+        for (((_, _, relative), d), _) in DELTA_METRICS
+            .iter()
+            .zip(per_metric)
+            .zip(&shown)
+            .filter(|(_, &on)| on)
+        {
             row.push(match d {
                 Some(d) => {
                     n = n.max(d.n);
@@ -613,12 +640,25 @@ mod tests {
         let t = deltas_table(&d, "a");
         assert_eq!(
             t.rows.len(),
-            DELTA_METRICS.len() - 2,
-            "no utilisation in these summaries"
+            4,
+            "no utilisation nor online metrics in these summaries"
         );
         assert_eq!(t.rows[0][2], Cell::Str("jct_median_s".into()));
         let (view, headlines) = deltas_view(&d, "a");
         assert_eq!(view.rows.len(), 1);
+        assert_eq!(
+            view.columns,
+            [
+                "policy",
+                "vs",
+                "median JCT",
+                "mean JCT",
+                "p90 JCT",
+                "JCR",
+                "seeds"
+            ],
+            "a column only for a metric some pair has"
+        );
         assert!(
             headlines[0].starts_with("`b`: +38% median JCT (95% CI "),
             "{headlines:?}"

@@ -398,23 +398,20 @@ fn online_pods_fail_like_every_pod_and_the_draws_are_paired() {
     assert_eq!(a["pods_lost"], b["pods_lost"], "{a}\n{b}");
 }
 
-/// A worker placed on a slow node is a straggler there, as batch pods are: with half
-/// the GPU nodes slow, the synchronous job trains at its slowest worker's speed and falls
-/// behind the same job on healthy nodes (same seed, same traffic, no autoscaler).
-#[test]
-fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
-    let dir = scratch("online-stragglers");
-    let run = |slow: f64| {
-        let sc = dir.join(format!("slow-{slow}.json"));
-        std::fs::write(
-            &sc,
-            format!(
-                r#"{{
-  "name": "online-stragglers",
+/// One synchronous online job of six fixed workers (no autoscaler) on `gpu_nodes` nodes of
+/// 4 GPUs, with `faults` (JSON members after `pod_failure_per_day: 0`), replayed in `dir`
+/// as `name`: the job's entry of `summary.json`.
+fn fixed_job(dir: &Path, name: &str, gpu_nodes: u32, faults: &str) -> serde_json::Value {
+    let sc = dir.join(format!("{name}.json"));
+    std::fs::write(
+        &sc,
+        format!(
+            r#"{{
+  "name": "{name}",
   "seed": 2,
-  "cluster": {{ "groups": [ {{ "name": "gpu", "count": 4, "cores": 32, "mem_gb": 128, "gpus": 4 }} ] }},
+  "cluster": {{ "groups": [ {{ "name": "gpu", "count": {gpu_nodes}, "cores": 32, "mem_gb": 256, "gpus": 4 }} ] }},
   "policy": "static",
-  "faults": {{ "pod_failure_per_day": 0.0, "slow_node_fraction": {slow} }},
+  "faults": {{ "pod_failure_per_day": 0.0{faults} }},
   "online": [ {{
     "name": "stream",
     "days": 1,
@@ -423,20 +420,34 @@ fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
     "traffic": {{ "peak_sps": 30000, "partitions": 16 }}
   }} ]
 }}"#
-            ),
-        )
-        .unwrap();
-        let out = dir.join(format!("out-{slow}"));
-        let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let whole: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-        whole["online_jobs"][0].clone()
-    };
-    let (healthy, slow) = (run(0.0), run(0.5));
-    let lag = |j: &serde_json::Value| j["accumulated_lag_min"].as_f64().unwrap();
+        ),
+    )
+    .unwrap();
+    let out = dir.join(format!("out-{name}"));
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    whole["online_jobs"][0].clone()
+}
+
+fn lag_min(job: &serde_json::Value) -> f64 {
+    job["accumulated_lag_min"].as_f64().unwrap()
+}
+
+/// A worker placed on a slow node is a straggler there, as batch pods are: with half
+/// the GPU nodes slow, the synchronous job trains at its slowest worker's speed and falls
+/// behind the same job on healthy nodes (same seed, same traffic, no autoscaler).
+#[test]
+fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
+    let dir = scratch("online-stragglers");
+    let healthy = fixed_job(&dir, "healthy", 4, "");
+    let slow = fixed_job(&dir, "slow", 4, r#", "slow_node_fraction": 0.5"#);
     let trained = |j: &serde_json::Value| j["samples_trained"].as_f64().unwrap();
-    assert!(lag(&slow) > 2.0 * lag(&healthy) + 1.0, "{healthy}\n{slow}");
+    assert!(
+        lag_min(&slow) > 2.0 * lag_min(&healthy) + 1.0,
+        "{healthy}\n{slow}"
+    );
     assert!(trained(&slow) < trained(&healthy), "{healthy}\n{slow}");
     assert_eq!(
         healthy["samples_arrived"], slow["samples_arrived"],
@@ -449,45 +460,15 @@ fn an_online_worker_on_a_slow_node_slows_its_synchronous_job() {
 #[test]
 fn colocated_services_throttle_online_workers() {
     let dir = scratch("online-throttle");
-    let run = |colocation: &str| {
-        let sc = dir.join(format!("{colocation}.json"));
-        let faults = match colocation {
-            "throttle" => {
-                r#", "colocation": { "node_fraction": 1.0, "trough": 0.4, "peak": 0.7, "action": "throttle" }"#
-            }
-            _ => "",
-        };
-        std::fs::write(
-            &sc,
-            format!(
-                r#"{{
-  "name": "online-throttle",
-  "seed": 2,
-  "cluster": {{ "groups": [ {{ "name": "gpu", "count": 2, "cores": 32, "mem_gb": 256, "gpus": 4 }} ] }},
-  "policy": "static",
-  "faults": {{ "pod_failure_per_day": 0.0{faults} }},
-  "online": [ {{
-    "name": "stream",
-    "days": 1,
-    "max_workers": 8,
-    "job": {{ "mode": "sync", "initial_workers": 6, "profile_workers": [1, 2, 4, 6, 8] }},
-    "traffic": {{ "peak_sps": 30000, "partitions": 16 }}
-  }} ]
-}}"#
-            ),
-        )
-        .unwrap();
-        let out = dir.join(format!("out-{colocation}"));
-        let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let whole: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-        whole["online_jobs"][0].clone()
-    };
-    let (free, throttled) = (run("none"), run("throttle"));
-    let lag = |j: &serde_json::Value| j["accumulated_lag_min"].as_f64().unwrap();
+    let free = fixed_job(&dir, "free", 2, "");
+    let throttled = fixed_job(
+        &dir,
+        "throttled",
+        2,
+        r#", "colocation": { "node_fraction": 1.0, "trough": 0.4, "peak": 0.7, "action": "throttle" }"#,
+    );
     assert!(
-        lag(&throttled) > 2.0 * lag(&free) + 1.0,
+        lag_min(&throttled) > 2.0 * lag_min(&free) + 1.0,
         "{free}\n{throttled}"
     );
     assert_eq!(

@@ -12,7 +12,6 @@ use crate::online::{OnlineJob, OnlinePhase, OnlineSummary};
 use crate::policy::Policy;
 use crate::scenario::Scenario;
 use dlsim_engine::{EventQueue, RngStreams, SimTime};
-use rand::Rng;
 
 /// Builds the scenario's online jobs, each with its own autoscaler from `policy`.
 ///
@@ -136,16 +135,9 @@ impl World {
         }
         let job = &self.online[k];
         let pod = job.pods.pods[i].id;
-        let key = [job.id, 1, pod, 0];
-        let u: f64 = self
-            .streams
-            .keyed("pod-lifetime", &key)
-            .gen::<f64>()
-            .max(f64::MIN_POSITIVE);
-        let ttf_s = -u.ln() / rate;
-        if ttf_s < 365.0 * 86_400.0 {
+        if let Some(at) = self.pod_death(now, rate, &[job.id, 1, pod, 0]) {
             queue.push(
-                now.saturating_add(SimTime::from_secs_f64_ceil(ttf_s)),
+                at,
                 Event::OnlinePodFail {
                     job: k,
                     pod,

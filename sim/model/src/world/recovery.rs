@@ -250,23 +250,26 @@ impl World {
             u64::from(pod.slot),
             u64::from(pod.incarnation),
         ];
-        let u: f64 = self
-            .streams
-            .keyed("pod-lifetime", &key)
-            .gen::<f64>()
-            .max(f64::MIN_POSITIVE);
-        let ttf_s = -u.ln() / rate;
-        // Lifetimes beyond a year never matter for a replay and would overflow nothing, but
-        // skipping them keeps the queue small.
-        if ttf_s < 365.0 * 86_400.0 {
-            queue.push(
-                now.saturating_add(SimTime::from_secs_f64_ceil(ttf_s)),
-                Event::PodFail(p),
-            );
+        if let Some(at) = self.pod_death(now, rate, &key) {
+            queue.push(at, Event::PodFail(p));
             if queue.len() - self.queued_arrivals >= self.compact_timers_at {
                 self.drop_dead_timers(queue);
             }
         }
+    }
+
+    /// When a pod placed at `now` dies: an exponential lifetime at `rate` (per second)
+    /// drawn from the `pod-lifetime` stream keyed by `key` (what the pod is). `None` past
+    /// a year: such lifetimes never matter for a replay, and skipping them keeps the
+    /// queue small.
+    pub(super) fn pod_death(&self, now: SimTime, rate: f64, key: &[u64]) -> Option<SimTime> {
+        let u: f64 = self
+            .streams
+            .keyed("pod-lifetime", key)
+            .gen::<f64>()
+            .max(f64::MIN_POSITIVE);
+        let ttf_s = -u.ln() / rate;
+        (ttf_s < 365.0 * 86_400.0).then(|| now.saturating_add(SimTime::from_secs_f64_ceil(ttf_s)))
     }
 
     /// A heap cannot cancel an event, so a pod's failure timer stays queued after the pod

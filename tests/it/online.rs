@@ -645,3 +645,77 @@ fn sweep_runs_composed_specs_on_the_mixed_scenario() {
         "{results}"
     );
 }
+
+/// A trace record can be an online job (`"kind": "online"`, with its `id` and
+/// `submit_s`): it starts at its `submit_s` and runs its `days` beside the trace's batch
+/// jobs; its `jobs.csv` row and `online.csv` minutes follow its own clock; a bad record is
+/// refused naming the trace's file, line and field.
+#[test]
+fn a_trace_record_can_be_an_online_job_starting_at_its_submit_time() {
+    let dir = scratch("online-trace-record");
+    let trace = std::fs::read_to_string(repo().join("traces/antgroup-sample.jsonl")).unwrap();
+    let mut lines: Vec<String> = trace.lines().take(40).map(str::to_string).collect();
+    let online = r#"{"kind": "online", "id": 900001, "name": "feed", "submit_s": 3600, "days": 0.5, "max_workers": 8, "job": {"initial_workers": 2, "profile_workers": [1, 2, 4, 8]}, "traffic": {"peak_sps": 20000, "partitions": 16}}"#;
+    // After the header and the jobs submitted before 3600 s, as the trace is sorted.
+    let at = 1 + lines[1..]
+        .iter()
+        .take_while(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["submit_s"].as_u64().unwrap() <= 3600
+        })
+        .count();
+    lines.insert(at, online.to_string());
+    std::fs::write(dir.join("mixed.jsonl"), lines.join("\n") + "\n").unwrap();
+    let scenario = r#"{
+  "name": "trace-online",
+  "trace": "mixed.jsonl",
+  "cluster": { "groups": [ { "name": "cpu", "count": 60, "cores": 64, "mem_gb": 256 },
+                           { "name": "gpu", "count": 4, "cores": 96, "mem_gb": 512, "gpus": 8 } ] },
+  "policy": "static+hpa"
+}"#;
+    std::fs::write(dir.join("scenario.json"), scenario).unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "replay",
+        path_str(&dir.join("scenario.json")),
+        "--out",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(whole["online_jobs"][0]["minutes"], 720, "{whole}");
+    assert!(whole["jobs_submitted"].as_u64().unwrap() > 30);
+    let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    let row = jobs.lines().find(|l| l.starts_with("900001,")).unwrap();
+    assert!(
+        row.starts_with("900001,online,online,3600,3600.000,46800.000,online,"),
+        "{row}"
+    );
+    let minutes = std::fs::read_to_string(out.join("online.csv")).unwrap();
+    assert_eq!(minutes.lines().count(), 1 + 720);
+    // A record without its id, and one with a bad field: file, line and field named.
+    let bad_line = at + 1;
+    for (record, field) in [
+        (online.replace(r#""id": 900001, "#, ""), "id"),
+        (online.replace(r#""days": 0.5"#, r#""days": -1"#), "days"),
+    ] {
+        lines[at] = record;
+        std::fs::write(dir.join("mixed.jsonl"), lines.join("\n") + "\n").unwrap();
+        let o = dlsim(&[
+            "replay",
+            path_str(&dir.join("scenario.json")),
+            "--out",
+            path_str(&dir.join("bad")),
+            "-q",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("mixed.jsonl:{bad_line}")) && err.contains(&format!("`{field}`")),
+            "{err}"
+        );
+        assert!(!dir.join("bad").exists());
+    }
+}

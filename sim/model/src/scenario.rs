@@ -342,7 +342,7 @@ impl Scenario {
             }
         }
         let nodes = load_nodes(path, text, base, &file.cluster)?;
-        let online = load_online(path, text, base, &file.online, &nodes)?;
+        let mut online = load_online(path, text, base, &file.online, &nodes)?;
         let cap = crate::settings::time_cap_s(file.timeline_interval_s);
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
@@ -365,12 +365,14 @@ impl Scenario {
             (Some(t), None) if stream => {
                 let tp = base.join(t);
                 let mut count = 0;
-                for record in dlsim_traces::TraceReader::open(&tp)? {
+                let mut reader = dlsim_traces::TraceReader::open(&tp)?;
+                for record in &mut reader {
                     let (line, job) = record?;
                     check_jobs_fit(&nodes, std::slice::from_ref(&job), &tp, &[line], cap)?;
                     check_online_ids(&online, std::slice::from_ref(&job), &tp, &[line])?;
                     count += 1;
                 }
+                trace_online(&tp, &reader.online, &nodes, &mut online)?;
                 return Ok(Scenario {
                     path: path.to_path_buf(),
                     file,
@@ -388,6 +390,7 @@ impl Scenario {
             (Some(t), None) => {
                 let tp = base.join(t);
                 let trace = read_trace(&tp)?;
+                trace_online(&tp, &trace.online, &nodes, &mut online)?;
                 (trace.jobs, tp, trace.lines)
             }
             (None, Some(g)) => {
@@ -443,49 +446,103 @@ fn load_online(
     nodes: &[Node],
 ) -> Result<Vec<crate::online::OnlineInput>, InputError> {
     let err = crate::online::scenario::field_error(path, text);
-    let mut names = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(jobs.len());
     for (i, job) in jobs.iter().enumerate() {
-        let prefix = format!("online[{i}].");
-        crate::online::scenario::validate_job_file(job, &prefix, &err)?;
-        let field = format!("{prefix}name");
-        if job.name.is_empty() || job.name.contains([',', '"', '\n', '\r']) {
-            return Err(err(
-                &field,
-                "must be a non-empty name without commas, quotes or line breaks",
-            ));
-        }
-        if !names.insert(job.name.as_str()) {
-            return Err(err(
-                &field,
-                &format!("`{}` names two online jobs", job.name),
-            ));
-        }
-        let id = job.id.unwrap_or(i as u64);
-        if out.iter().any(|o: &crate::online::OnlineInput| o.id == id) {
-            return Err(err(
-                &format!("{prefix}id"),
-                &format!("id {id} names two online jobs"),
-            ));
-        }
-        let req = job.worker.request();
-        if !nodes.iter().any(|n| req.fits_in(&n.capacity)) {
-            return Err(err(
-                &format!("{prefix}worker"),
-                &format!("a worker pod ({req:?}) fits no node of the cluster"),
-            ));
-        }
-        let shape = match &job.traffic.file {
-            Some(p) => Some(crate::online::rates::read_series(&base.join(p))?),
-            None => None,
-        };
-        out.push(crate::online::OnlineInput {
-            id,
-            file: job.clone(),
-            shape,
-        });
+        let input = online_input(
+            job,
+            i as u64,
+            &format!("online[{i}]."),
+            &err,
+            base,
+            nodes,
+            &out,
+        )?;
+        out.push(input);
     }
     Ok(out)
+}
+
+/// Adds a trace's online-job records (`"kind": "online"`, each with its `id` and
+/// `submit_s`; [`dlsim_traces::Trace::online`]) to `online`, each validated as a
+/// scenario's online job, errors naming the trace's file, line and field.
+fn trace_online(
+    trace: &Path,
+    records: &[(usize, serde_json::Value)],
+    nodes: &[Node],
+    online: &mut Vec<crate::online::OnlineInput>,
+) -> Result<(), InputError> {
+    let base = trace.parent().unwrap_or(Path::new("."));
+    for (line, record) in records {
+        let mut record = record.clone();
+        if let Some(map) = record.as_object_mut() {
+            map.remove("kind");
+        }
+        let text = serde_json::to_string(&record).expect("a JSON value serialises");
+        let job: crate::online::OnlineJobFile =
+            dlsim_traces::error::parse_json_document(trace, &text, line - 1)?;
+        let err = |field: &str, msg: &str| {
+            InputError::new(trace, msg.to_string())
+                .at_line(*line)
+                .field(field.to_string())
+        };
+        let id = job
+            .id
+            .expect("the trace reader requires an online record's id");
+        let input = online_input(&job, id, "", &err, base, nodes, online)?;
+        online.push(input);
+    }
+    Ok(())
+}
+
+/// One online job, checked: its fields (`err` names them, `prefix` locating the job), a
+/// name and an id no job in `before` has (`default_id` when it gives none), a worker pod
+/// that fits some node; and the rate series it follows, read relative to `base`.
+fn online_input(
+    job: &crate::online::OnlineJobFile,
+    default_id: u64,
+    prefix: &str,
+    err: &dyn Fn(&str, &str) -> InputError,
+    base: &Path,
+    nodes: &[Node],
+    before: &[crate::online::OnlineInput],
+) -> Result<crate::online::OnlineInput, InputError> {
+    crate::online::scenario::validate_job_file(job, prefix, err)?;
+    let field = format!("{prefix}name");
+    if job.name.is_empty() || job.name.contains([',', '"', '\n', '\r']) {
+        return Err(err(
+            &field,
+            "must be a non-empty name without commas, quotes or line breaks",
+        ));
+    }
+    if before.iter().any(|o| o.file.name == job.name) {
+        return Err(err(
+            &field,
+            &format!("`{}` names two online jobs", job.name),
+        ));
+    }
+    let id = job.id.unwrap_or(default_id);
+    if before.iter().any(|o| o.id == id) {
+        return Err(err(
+            &format!("{prefix}id"),
+            &format!("id {id} names two online jobs"),
+        ));
+    }
+    let req = job.worker.request();
+    if !nodes.iter().any(|n| req.fits_in(&n.capacity)) {
+        return Err(err(
+            &format!("{prefix}worker"),
+            &format!("a worker pod ({req:?}) fits no node of the cluster"),
+        ));
+    }
+    let shape = match &job.traffic.file {
+        Some(p) => Some(crate::online::rates::read_series(&base.join(p))?),
+        None => None,
+    };
+    Ok(crate::online::OnlineInput {
+        id,
+        file: job.clone(),
+        shape,
+    })
 }
 
 impl Scenario {

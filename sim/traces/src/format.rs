@@ -42,6 +42,9 @@ pub struct Trace {
     pub header: TraceHeader,
     pub jobs: Vec<JobSpec>,
     pub lines: Vec<usize>,
+    /// The trace's online-job records (`"kind": "online"`), with their lines: the model
+    /// reads them as online jobs (`dlsim_model::online::scenario`).
+    pub online: Vec<(usize, serde_json::Value)>,
 }
 
 /// Reads and validates a whole trace. Every problem is reported with file, line and field.
@@ -58,6 +61,7 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
         header: reader.header,
         jobs,
         lines,
+        online: reader.online,
     })
 }
 
@@ -71,6 +75,10 @@ pub struct TraceReader {
     ids: HashSet<u64>,
     last_submit: u64,
     failed: bool,
+    /// Online-job records read so far (`"kind": "online"`), with their lines: not
+    /// [`JobSpec`]s, so the iterator skips them; their id and `submit_s` are checked with
+    /// the jobs' (unique, sorted), the rest by the model.
+    pub online: Vec<(usize, serde_json::Value)>,
 }
 
 impl TraceReader {
@@ -117,7 +125,64 @@ impl TraceReader {
             ids: HashSet::new(),
             last_submit: 0,
             failed: false,
+            online: Vec::new(),
         })
+    }
+
+    /// An online-job record (`"kind": "online"`), if `line` is one: kept for the model,
+    /// its id and `submit_s` checked as a job's.
+    fn online_record(&mut self, line_no: usize, line: &str) -> Result<bool, InputError> {
+        if !line.contains("\"kind\"") {
+            return Ok(false);
+        }
+        let path = self.path.clone();
+        let v: serde_json::Value = parse_json(&path, line, line_no)?;
+        if v.get("kind").and_then(serde_json::Value::as_str) != Some("online") {
+            return Ok(false);
+        }
+        let Some(id) = v.get("id").and_then(serde_json::Value::as_u64) else {
+            return Err(
+                InputError::new(&path, "an online record needs its job `id`")
+                    .at_line(line_no)
+                    .field("id"),
+            );
+        };
+        let submit_s = match v.get("submit_s") {
+            None => 0,
+            Some(s) => s.as_u64().ok_or_else(|| {
+                InputError::new(&path, "must be a whole number of seconds")
+                    .at_line(line_no)
+                    .field("submit_s")
+            })?,
+        };
+        self.check_order(line_no, id, submit_s)?;
+        self.online.push((line_no, v));
+        Ok(true)
+    }
+
+    /// The checks every record shares: within the job limit, a unique id, sorted by
+    /// `submit_s`.
+    fn check_order(&mut self, line_no: usize, id: u64, submit_s: u64) -> Result<(), InputError> {
+        let path = self.path.as_path();
+        if self.ids.len() as u64 >= crate::limits::MAX_JOBS {
+            return Err(InputError::new(
+                path,
+                format!("more than {} jobs, the limit", crate::limits::MAX_JOBS),
+            )
+            .at_line(line_no));
+        }
+        if !self.ids.insert(id) {
+            return Err(InputError::new(path, format!("duplicate job id {id}"))
+                .at_line(line_no)
+                .field("id"));
+        }
+        if submit_s < self.last_submit {
+            return Err(InputError::new(path, "jobs must be sorted by submit_s")
+                .at_line(line_no)
+                .field("submit_s"));
+        }
+        self.last_submit = submit_s;
+        Ok(())
     }
 
     fn record(&mut self, line_no: usize, line: &str) -> Result<JobSpec, InputError> {
@@ -126,26 +191,7 @@ impl TraceReader {
         if let Err((field, msg)) = job.validate() {
             return Err(InputError::new(path, msg).at_line(line_no).field(field));
         }
-        if self.ids.len() as u64 >= crate::limits::MAX_JOBS {
-            return Err(InputError::new(
-                path,
-                format!("more than {} jobs, the limit", crate::limits::MAX_JOBS),
-            )
-            .at_line(line_no));
-        }
-        if !self.ids.insert(job.id) {
-            return Err(
-                InputError::new(path, format!("duplicate job id {}", job.id))
-                    .at_line(line_no)
-                    .field("id"),
-            );
-        }
-        if job.submit_s < self.last_submit {
-            return Err(InputError::new(path, "jobs must be sorted by submit_s")
-                .at_line(line_no)
-                .field("submit_s"));
-        }
-        self.last_submit = job.submit_s;
+        self.check_order(line_no, job.id, job.submit_s)?;
         Ok(job)
     }
 }
@@ -158,14 +204,18 @@ impl Iterator for TraceReader {
         if self.failed {
             return None;
         }
-        for (idx, line) in self.lines.by_ref() {
+        while let Some((idx, line)) = self.lines.next() {
             let line_no = idx + 1;
             let result = match line {
                 Err(e) => {
                     Err(InputError::new(&self.path, format!("cannot read: {e}")).at_line(line_no))
                 }
                 Ok(line) if line.trim().is_empty() => continue,
-                Ok(line) => self.record(line_no, &line),
+                Ok(line) => match self.online_record(line_no, &line) {
+                    Ok(true) => continue,
+                    Ok(false) => self.record(line_no, &line),
+                    Err(e) => Err(e),
+                },
             };
             self.failed = result.is_err();
             return Some(result.map(|job| (line_no, job)));

@@ -40,6 +40,10 @@ pub struct OnlineJob {
     profile: Vec<ProfilePoint>,
     noise: SimRng,
     pub step: SimTime,
+    /// When the job starts (its `submit_s`); the job's own clock (its ticks, minutes and
+    /// pods' times) counts from here, and the world converts at its boundary.
+    pub start: SimTime,
+    /// How long it runs, on its own clock.
     pub horizon: SimTime,
     pub policy_every_ms: u64,
     last: SimTime,
@@ -110,6 +114,7 @@ impl OnlineJob {
             profile: prof,
             noise: streams.stream("observation-noise"),
             step,
+            start: SimTime::from_secs(spec.submit_s),
             horizon,
             policy_every_ms,
             last: SimTime::ZERO,
@@ -356,22 +361,23 @@ impl OnlineJob {
 
 impl OnlineJob {
     /// The job's row of `jobs.csv`, in its columns ([`crate::metrics::JOBS_HEADER`]): status
-    /// `online`, from 0 to its end (empty while it runs), its last target and its pod
+    /// `online`, from its start to its end (empty while it runs), its last target and its pod
     /// request as the configuration, its lost pods and rescales; the batch-only columns
     /// (steps, JCT, utilisation, model sizes) are empty.
     pub fn jobs_row(&self) -> String {
         let end = match self.phase {
-            OnlinePhase::Ended => format!("{:.3}", self.horizon.as_secs_f64()),
+            OnlinePhase::Ended => format!("{:.3}", (self.start + self.horizon).as_secs_f64()),
             OnlinePhase::Running => String::new(),
         };
+        let start = self.start.as_secs_f64();
         let w = self.spec.worker.request();
         let initial = self.spec.job.initial_workers;
         let fields: [String; 41] = [
             self.id.to_string(),
             "online".into(),
             "online".into(),
-            "0".into(),
-            "0.000".into(),
+            self.spec.submit_s.to_string(),
+            format!("{start:.3}"),
             end,
             "online".into(),
             String::new(),

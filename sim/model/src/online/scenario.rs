@@ -63,7 +63,12 @@ pub struct OnlineJobFile {
     /// may have it.
     #[serde(default)]
     pub id: Option<u64>,
-    /// Simulated days the job runs (from time 0).
+    /// When the job starts, in seconds from the run's start (a trace record's own
+    /// `submit_s`); it then runs for `days`. Its minutes, ticks and `online.csv` rows count
+    /// from its start.
+    #[serde(default)]
+    pub submit_s: u64,
+    /// Simulated days the job runs (from `submit_s`).
     #[serde(default = "seven")]
     pub days: f64,
     #[serde(default)]
@@ -117,7 +122,7 @@ impl WorkerSpec {
 }
 
 impl OnlineJobFile {
-    /// The job's end: it runs over `[0, horizon]`.
+    /// How long the job runs: over `[submit_s, submit_s + horizon]`.
     pub fn horizon_s(&self) -> u64 {
         (self.days * 86_400.0).round() as u64
     }
@@ -313,6 +318,7 @@ impl OnlineFile {
     /// The one online job the file describes.
     fn job_file(&self) -> OnlineJobFile {
         OnlineJobFile {
+            submit_s: 0,
             name: self.name.clone(),
             id: None,
             days: self.days,
@@ -483,6 +489,7 @@ pub fn validate_job_file(
     use dlsim_traces::limits::*;
     let limited = |field: &str, r: Result<(), String>| r.map_err(|m| err(field, &m));
     limited("slo_lag_s", in_range(f.slo_lag_s, 0.0, MAX_TIME_S))?;
+    limited("submit_s", at_most(f.submit_s, MAX_TIME_S as u64))?;
     validate_job(&f.job, &err)?;
     let w = &f.worker;
     if !(pos(w.cores) && nonneg(w.mem_gb)) {

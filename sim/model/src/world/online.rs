@@ -44,11 +44,17 @@ pub(super) fn build_jobs(scenario: &Scenario, policy: &dyn Policy) -> Vec<Online
 }
 
 impl World {
-    /// Queues each online job's first tick (at time 0, which places its initial pods).
+    /// Queues each online job's first tick (at its start, which places its initial pods).
     pub(super) fn online_start(&mut self, queue: &mut EventQueue<Event>) {
         for k in 0..self.online.len() {
-            queue.push(SimTime::ZERO, Event::OnlineTick(k));
+            queue.push(self.online[k].start, Event::OnlineTick(k));
         }
+    }
+
+    /// `now` on online job `k`'s own clock (which counts from its start), once it started.
+    fn online_clock(&self, k: usize, now: SimTime) -> Option<SimTime> {
+        let start = self.online[k].start;
+        (now >= start).then(|| now - start)
     }
 
     /// Online job `k`'s tick: advance its stream, take the minute's sample, ask its
@@ -58,15 +64,16 @@ impl World {
         if job.phase == OnlinePhase::Ended {
             return;
         }
+        let local = now - job.start;
         job.events += 1;
-        job.advance(now);
-        job.minute_sample(now);
-        job.decide(now);
+        job.advance(local);
+        job.minute_sample(local);
+        job.decide(local);
         self.online_place(now, k, queue);
         let job = &mut self.online[k];
-        let next = now + job.step;
+        let next = local + job.step;
         if next <= job.horizon {
-            queue.push(next, Event::OnlineTick(k));
+            queue.push(job.start + next, Event::OnlineTick(k));
         } else {
             self.online_end(k);
             self.queue_schedule(now, queue);
@@ -80,9 +87,10 @@ impl World {
         if job.phase == OnlinePhase::Ended {
             return;
         }
+        let local = now - job.start;
         job.events += 1;
-        job.advance(now);
-        job.pods.loaded(now, pod);
+        job.advance(local);
+        job.pods.loaded(local, pod);
     }
 
     /// Node `n` failed or evicts its pods: every online pod on it is gone (released
@@ -90,21 +98,25 @@ impl World {
     /// again; the replacement is placed at the job's next tick, so not back on `n`.
     pub(super) fn online_node_lost(&mut self, now: SimTime, n: usize) {
         for k in 0..self.online.len() {
+            let Some(local) = self.online_clock(k, now) else {
+                continue;
+            };
             let job = &mut self.online[k];
             if job.phase == OnlinePhase::Ended || !job.pods.pods.iter().any(|p| p.node == Some(n)) {
                 continue;
             }
             job.events += 1;
-            job.lose_node(now, n);
+            job.lose_node(local, n);
             self.online_release(k);
         }
     }
 
     /// A pod of online job `k` failed (`pod_failure_per_day`, as batch pods do), if it is
-    /// still the pod placed then: it is gone, and its job asks for it again and pays the
-    /// reload, as for a lost node.
+    /// still the pod placed then (`placed_ms` on the job's clock): it is gone, and its job
+    /// asks for it again and pays the reload, as for a lost node.
     pub(super) fn online_pod_failed(&mut self, now: SimTime, k: usize, pod: u64, placed_ms: u64) {
         let job = &mut self.online[k];
+        let now = now - job.start;
         let alive = job
             .pods
             .pods
@@ -129,6 +141,7 @@ impl World {
         i: usize,
         queue: &mut EventQueue<Event>,
     ) {
+        let local = now - self.online[k].start;
         let rate = self.faults.pod_failure_rate_per_s();
         if rate <= 0.0 {
             return;
@@ -141,7 +154,7 @@ impl World {
                 Event::OnlinePodFail {
                     job: k,
                     pod,
-                    placed_ms: now.as_ms(),
+                    placed_ms: local.as_ms(),
                 },
             );
         }
@@ -151,8 +164,8 @@ impl World {
     /// workers there train at the speed that CPU can feed ([`crate::online::pods::Pod::speed`]).
     pub(super) fn online_node_throttled(&mut self, now: SimTime, n: usize, throttle: f64) {
         for job in &mut self.online {
-            if job.phase != OnlinePhase::Ended {
-                job.throttle_node(now, n, throttle);
+            if job.phase != OnlinePhase::Ended && now >= job.start {
+                job.throttle_node(now - job.start, n, throttle);
             }
         }
     }
@@ -186,13 +199,14 @@ impl World {
                 1.0
             };
             let job = &mut self.online[k];
-            if let Some(at) = job.pods.place(i, node, now, cpu_share) {
+            let local = now - job.start;
+            if let Some(at) = job.pods.place(i, node, local, cpu_share) {
                 let pod = job.pods.pods[i].id;
-                queue.push(at, Event::OnlinePodLoaded { job: k, pod });
+                queue.push(job.start + at, Event::OnlinePodLoaded { job: k, pod });
             }
             self.arm_online_pod_failure(now, k, i, queue);
         }
-        if now == SimTime::ZERO {
+        if now == self.online[k].start {
             // The initial deployment: a pod that found no node loads once it is placed.
             for i in self.online[k].pods.unplaced() {
                 let p = &mut self.online[k].pods.pods[i];

@@ -719,3 +719,48 @@ fn a_trace_record_can_be_an_online_job_starting_at_its_submit_time() {
         assert!(!dir.join("bad").exists());
     }
 }
+
+/// The run's horizon ends online jobs still running (found by the swarm: their pods were
+/// left allocated): one cut short ends at the horizon, its pods released, its minutes
+/// those it ran; one that had not started ends without running.
+#[test]
+fn the_horizon_ends_online_jobs_still_running() {
+    let dir = scratch("online-horizon");
+    let sc = dir.join("horizon.json");
+    std::fs::write(
+        &sc,
+        r#"{
+  "name": "online-horizon",
+  "generate": { "days": 0.05, "jobs_per_day": 400 },
+  "cluster": { "groups": [ { "name": "cpu", "count": 20, "cores": 64, "mem_gb": 256 },
+                           { "name": "gpu", "count": 2, "cores": 32, "mem_gb": 256, "gpus": 4 } ] },
+  "policy": "static+hpa",
+  "horizon_s": 7200,
+  "online": [
+    { "name": "cut", "id": 900001, "submit_s": 3600, "days": 1, "max_workers": 4,
+      "job": { "initial_workers": 2, "profile_workers": [1, 2, 3, 4] },
+      "traffic": { "peak_sps": 20000, "partitions": 8 } },
+    { "name": "late", "id": 900002, "submit_s": 9000, "days": 1, "max_workers": 4,
+      "job": { "initial_workers": 2, "profile_workers": [1, 2, 3, 4] },
+      "traffic": { "peak_sps": 20000, "partitions": 8 } }
+  ]
+}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(whole["online_jobs"][0]["minutes"], 60, "{whole}");
+    assert_eq!(whole["online_jobs"][1]["minutes"], 0, "{whole}");
+    let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    let row = |id: &str| {
+        jobs.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row("900001,").starts_with("900001,online,online,3600,3600.000,7200.000,"));
+    assert!(row("900002,").starts_with("900002,online,online,9000,9000.000,,"));
+}

@@ -71,9 +71,31 @@ pub fn batch(scenario: &Scenario, out: &RunOutput) -> Result<(), String> {
             s.jobs_completed, s.jobs_failed, s.jobs_submitted
         )
     })?;
-    ensure(out.jobs_csv.lines().count() == s.jobs_submitted + 1, || {
-        "jobs.csv lacks a row per job".into()
+    let online = scenario.online.len();
+    ensure(
+        out.jobs_csv.lines().count() == s.jobs_submitted + online + 1,
+        || "jobs.csv lacks a row per job".into(),
+    )?;
+    // Online jobs beside the batch ones: each ran its whole span (no horizon cut it),
+    // finite, and never trained more than arrived.
+    ensure(s.online_jobs.len() == online, || {
+        format!("{} online summaries of {online} jobs", s.online_jobs.len())
     })?;
+    for j in &s.online_jobs {
+        let v = serde_json::to_value(j).map_err(|e| e.to_string())?;
+        if let Some(bad) = non_finite(&v, "") {
+            return Err(format!("online job {}: {bad}", j.job));
+        }
+        ensure(
+            j.samples_trained <= j.samples_arrived * (1.0 + 1e-9) + 1e-6,
+            || {
+                format!(
+                    "online job {}: trained {} of {} arrived",
+                    j.job, j.samples_trained, j.samples_arrived
+                )
+            },
+        )?;
+    }
     for job in w.jobs.iter() {
         let id = job.spec().id;
         match job.phase() {

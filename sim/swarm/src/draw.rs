@@ -55,7 +55,42 @@ pub fn batch(seed: u64) -> Value {
     if let Some(h) = horizon {
         s["horizon_s"] = h.into();
     }
+    // A quarter of the draws put online jobs beside the batch ones (issue #19), from
+    // their own stream so the batch draw stays as it was.
+    let mut orng = RngStreams::new(seed).stream("swarm-batch-online");
+    if orng.gen_bool(0.25) {
+        let span_s = s["generate"]["days"].as_f64().unwrap_or(0.01) * 86_400.0;
+        let jobs: Vec<Value> = (0..orng.gen_range(1..3))
+            .map(|k| online_entry(&mut orng, k, span_s))
+            .collect();
+        s["online"] = jobs.into();
+    }
     s
+}
+
+/// Online job `k` of a batch draw: it starts within the batch workload's span and runs
+/// 30 to 90 minutes on GPU workers of the draw's GPU nodes.
+fn online_entry(rng: &mut SimRng, k: u64, span_s: f64) -> Value {
+    let most = rng.gen_range(1..8);
+    json!({
+        "name": format!("online-{k}"),
+        // Beyond the generator's ids (a draw has at most a few hundred jobs).
+        "id": 1_000_000 + k,
+        "submit_s": rng.gen_range(0.0..span_s).floor() as u64,
+        "days": rng.gen_range(30.0..90.0) / 1_440.0,
+        "max_workers": most,
+        "worker": { "cores": 4.0, "mem_gb": 16.0, "gpus": 1 },
+        "job": { "initial_workers": rng.gen_range(1..=most), "profile_workers": [1, 2, 4, 8] },
+        "traffic": {
+            "peak_sps": 10f64.powf(rng.gen_range(3.0..5.0)),
+            "partitions": rng.gen_range(1..64),
+        },
+        "rescale": {
+            "mode": if rng.gen_bool(0.5) { "rolling" } else { "restart" },
+            "model_load_s": rng.gen_range(0.0..300.0),
+        },
+        "step_s": ([5, 15, 30, 60][rng.gen_range(0..4)]),
+    })
 }
 
 fn faults(rng: &mut SimRng) -> Value {

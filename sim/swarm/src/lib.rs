@@ -65,6 +65,16 @@ pub fn run_batch(seed: u64, spec: &str) -> Result<String, String> {
     let text = draw::batch(seed).to_string();
     let scenario = Scenario::from_text(Path::new("swarm.json"), &text)
         .map_err(|e| format!("the draw was refused on load: {e}"))?;
+    // With online jobs beside the batch ones, a registry policy is composed with an
+    // autoscaler (the chaos policy leaves them at their initial workers).
+    let composed;
+    let spec = if scenario.online.is_empty() || spec.starts_with("chaos") {
+        spec
+    } else {
+        let auto = draw::ONLINE_POLICIES[(seed / 7) as usize % draw::ONLINE_POLICIES.len()];
+        composed = format!("{spec}+{auto}");
+        composed.as_str()
+    };
     let out = dlsim_model::run(&scenario, build_batch(spec, seed)?);
     check::batch(&scenario, &out)?;
     if seed.is_multiple_of(4) {
@@ -86,8 +96,11 @@ pub fn run_batch(seed: u64, spec: &str) -> Result<String, String> {
     }
     let s = &out.summary;
     Ok(format!(
-        "{} jobs, {} completed, {} events",
-        s.jobs_submitted, s.jobs_completed, s.events
+        "{} jobs, {} completed, {} online, {} events, {spec}",
+        s.jobs_submitted,
+        s.jobs_completed,
+        scenario.online.len(),
+        s.events
     ))
 }
 

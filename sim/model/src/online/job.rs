@@ -45,6 +45,9 @@ pub struct OnlineJob {
     pub start: SimTime,
     /// How long it runs, on its own clock.
     pub horizon: SimTime,
+    /// When it ended, in run time (its start plus its horizon, or where the run's horizon
+    /// cut it); `None` while it runs or if it never started.
+    pub ended_at: Option<SimTime>,
     pub policy_every_ms: u64,
     last: SimTime,
     minute_arrivals: f64,
@@ -116,6 +119,7 @@ impl OnlineJob {
             step,
             start: SimTime::from_secs(spec.submit_s),
             horizon,
+            ended_at: None,
             policy_every_ms,
             last: SimTime::ZERO,
             minute_arrivals: 0.0,
@@ -365,10 +369,9 @@ impl OnlineJob {
     /// request as the configuration, its lost pods and rescales; the batch-only columns
     /// (steps, JCT, utilisation, model sizes) are empty.
     pub fn jobs_row(&self) -> String {
-        let end = match self.phase {
-            OnlinePhase::Ended => format!("{:.3}", (self.start + self.horizon).as_secs_f64()),
-            OnlinePhase::Running => String::new(),
-        };
+        let end = self
+            .ended_at
+            .map_or_else(String::new, |t| format!("{:.3}", t.as_secs_f64()));
         let start = self.start.as_secs_f64();
         let w = self.spec.worker.request();
         let initial = self.spec.job.initial_workers;

@@ -324,6 +324,7 @@ impl World {
         for j in active {
             self.end_job(now, j, Outcome::Failed(FailReason::Unfinished));
         }
+        self.online_cut(now);
         // Jobs that arrived but were never launched, and jobs the horizon cut off before
         // they arrived: failed, unfinished, with no end.
         for j in 0..self.jobs.len() {

@@ -75,7 +75,8 @@ impl World {
         if next <= job.horizon {
             queue.push(job.start + next, Event::OnlineTick(k));
         } else {
-            self.online_end(k);
+            let end = job.start + job.horizon;
+            self.online_end(k, Some(end));
             self.queue_schedule(now, queue);
         }
     }
@@ -216,11 +217,13 @@ impl World {
         }
     }
 
-    /// Online job `k` reached its horizon: its pods leave the cluster.
-    fn online_end(&mut self, k: usize) {
+    /// Online job `k` ended (at `at`, run time; `None` if it never started): its pods
+    /// leave the cluster.
+    fn online_end(&mut self, k: usize, at: Option<SimTime>) {
         let req = self.online[k].spec.worker.request();
         let job = &mut self.online[k];
         job.phase = OnlinePhase::Ended;
+        job.ended_at = at;
         let mut nodes: Vec<usize> = job.pods.pods.iter().filter_map(|p| p.node).collect();
         job.pods.pods.clear();
         nodes.extend(job.pods.take_freed());
@@ -228,6 +231,25 @@ impl World {
             self.cluster.release(node, &req);
         }
         self.unfinished -= 1;
+    }
+
+    /// The run ends at `now` (its horizon, or its time cap) with online jobs still
+    /// running: each is advanced to `now` and ends there, its pods leaving the cluster; one
+    /// that had not started ends without having run.
+    pub(super) fn online_cut(&mut self, now: SimTime) {
+        for k in 0..self.online.len() {
+            if self.online[k].phase == OnlinePhase::Ended {
+                continue;
+            }
+            match self.online_clock(k, now) {
+                Some(local) => {
+                    let job = &mut self.online[k];
+                    job.advance(local.min(job.horizon));
+                    self.online_end(k, Some(now));
+                }
+                None => self.online_end(k, None),
+            }
+        }
     }
 
     /// Every online job's line of `summary.json`, at the end of the run.

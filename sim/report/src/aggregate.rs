@@ -295,26 +295,17 @@ pub fn provenance(runs: &[Run]) -> Provenance {
 /// `summary`: JCT (pooled over seeds), JCR and utilisation per policy. Columns are named
 /// as in `results.parquet`.
 pub fn summary_table(stats: &[PolicyStats]) -> Table {
+    // The metrics of `results.parquet` up to the GPU utilisation, under the same names.
+    let last = crate::results::METRICS
+        .iter()
+        .position(|m| *m == "cluster_gpu_util")
+        .expect("results carry cluster_gpu_util");
+    let mut columns = vec!["policy", "runs"];
+    columns.extend_from_slice(&crate::results::METRICS[..=last]);
     let mut t = Table::new(
         "summary",
         "JCT, JCR and utilisation per policy (JCT over the completed jobs of every seed; utilisation averaged over runs)",
-        &[
-            "policy",
-            "runs",
-            "jobs_submitted",
-            "jobs_completed",
-            "jobs_failed",
-            "jcr",
-            "jct_mean_s",
-            "jct_median_s",
-            "jct_p90_s",
-            "cpu_util_mean",
-            "mem_util_mean",
-            "gpu_util_mean",
-            "cluster_cpu_util",
-            "cluster_mem_util",
-            "cluster_gpu_util",
-        ],
+        &columns,
     )
     .with_labels(&[
         "policy",

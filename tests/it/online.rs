@@ -14,6 +14,13 @@ fn scenario(dir: &Path, extra: &str) -> PathBuf {
     p
 }
 
+/// Replays `scenario` into `out` (it must succeed) and returns its `summary.json`.
+fn replay_summary(scenario: &Path, out: &Path) -> serde_json::Value {
+    let o = dlsim(&["replay", path_str(scenario), "--out", path_str(out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
 /// The one online job's metrics in the run's `summary.json`.
 fn summary(dir: &Path) -> serde_json::Value {
     let whole: serde_json::Value =
@@ -303,10 +310,7 @@ fn an_online_pod_killed_by_a_node_failure_is_replaced_and_the_job_recovers() {
     )
     .unwrap();
     let out = dir.join("out");
-    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let whole: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let whole = replay_summary(&sc, &out);
     let job = &whole["online_jobs"][0];
     let lost = job["pods_lost"].as_u64().unwrap();
     assert!(lost > 0, "a node failure took online pods: {job}");
@@ -424,10 +428,7 @@ fn fixed_job(dir: &Path, name: &str, gpu_nodes: u32, faults: &str) -> serde_json
     )
     .unwrap();
     let out = dir.join(format!("out-{name}"));
-    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let whole: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let whole = replay_summary(&sc, &out);
     whole["online_jobs"][0].clone()
 }
 
@@ -748,10 +749,7 @@ fn the_horizon_ends_online_jobs_still_running() {
     )
     .unwrap();
     let out = dir.join("out");
-    let o = dlsim(&["replay", path_str(&sc), "--out", path_str(&out), "-q"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let whole: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let whole = replay_summary(&sc, &out);
     assert_eq!(whole["online_jobs"][0]["minutes"], 60, "{whole}");
     assert_eq!(whole["online_jobs"][1]["minutes"], 0, "{whole}");
     let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();

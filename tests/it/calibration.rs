@@ -114,15 +114,21 @@ fn shipped_truth_reaches_dlrover_throughput_with_the_papers_bottlenecks() {
             a.kind
         );
     }
-    // DLRover: W&D is I/O-intensive, xDeepFM computation-intensive.
+    // DLRover: W&D is I/O-intensive (most of its iteration is the PSes' work and the
+    // transfer), xDeepFM computation-intensive (most of it is the workers' own work: the
+    // gradient plus de-duplicating and packing, the terms the kernel measures on the worker).
     let share = |kind: ModelKind, a: &calibration::Anchor| {
-        let t = iteration_time(&truth[&kind], &a.inputs());
-        t.grad_s / t.total_s()
+        let p = &truth[&kind];
+        let t = iteration_time(p, &a.inputs());
+        (t.grad_s + p.b_emb + p.b_upd) / t.total_s()
     };
     let wd = share(ModelKind::WideDeep, &ANCHORS[0]);
     let xd = share(ModelKind::Xdeepfm, &ANCHORS[1]);
-    assert!(wd < 0.5, "W&D gradient share {wd}");
-    assert!(xd > 2.0 * wd, "xDeepFM gradient share {xd} vs W&D {wd}");
+    assert!(wd < 0.5, "W&D worker-side share {wd}");
+    assert!(
+        xd > 0.6 && xd > 1.5 * wd,
+        "xDeepFM worker-side share {xd} vs W&D {wd}"
+    );
 }
 
 #[test]

@@ -107,6 +107,9 @@ pub struct PsStats {
     pub dense_ns: AtomicU64,
     pub lookup_requests: AtomicU64,
     pub rows_served: AtomicU64,
+    /// CPU time of the shard's server threads over their whole lives, as a profiler sees it
+    /// (waiting on the queue included where it spins); added as each thread exits.
+    pub thread_ns: AtomicU64,
 }
 
 /// Plain-data copy of [`PsStats`] plus the table size.
@@ -151,6 +154,13 @@ impl Shard {
     }
 
     fn serve(&self, rx: Receiver<PsMsg>) {
+        self.serve_loop(rx);
+        self.stats
+            .thread_ns
+            .fetch_add(crate::cputime::thread_cpu_ns(), Ordering::Relaxed);
+    }
+
+    fn serve_loop(&self, rx: Receiver<PsMsg>) {
         while let Ok(msg) = rx.recv() {
             let st = &self.stats;
             match msg {
@@ -324,6 +334,21 @@ impl PsCluster {
                 rows_served: s.stats.rows_served.load(Ordering::Relaxed),
                 table_rows: s.table.len() as u64,
             })
+            .collect()
+    }
+}
+
+impl PsCluster {
+    /// Stops and joins the server threads; returns each shard's thread CPU nanoseconds over
+    /// the threads' whole lives (the profiler's view of the PS, see [`PsStats::thread_ns`]).
+    pub fn stop(mut self) -> Vec<u64> {
+        self.senders.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.shards
+            .iter()
+            .map(|s| s.stats.thread_ns.load(Ordering::Relaxed))
             .collect()
     }
 }

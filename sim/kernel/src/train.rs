@@ -118,6 +118,14 @@ pub struct TrainReport {
     pub killed_workers: u32,
     pub cache_hit_ratio: f64,
     pub lookup_requests: u64,
+    /// CPU seconds of all worker threads and their compute threads over the run, as a
+    /// profiler sees them (`top`'s view: spinning and polling count). Over `wall_s`, the
+    /// workers' busy cores. Meaningful when the machine has a core per thread.
+    #[serde(default)]
+    pub worker_cpu_s: f64,
+    /// The same for all PS server threads (evaluation's lookups included).
+    #[serde(default)]
+    pub ps_cpu_s: f64,
     pub ps: Vec<PsSnapshot>,
 }
 
@@ -145,6 +153,7 @@ fn add(a: &mut WorkerStats, b: &WorkerStats) {
     a.upd_ns += b.upd_ns;
     a.sync_ns += b.sync_ns;
     a.lookup_requests += b.lookup_requests;
+    a.cpu_ns += b.cpu_ns;
     a.grad_iter_ns.extend_from_slice(&b.grad_iter_ns);
     a.emb_iter_ns.extend_from_slice(&b.emb_iter_ns);
 }
@@ -288,6 +297,7 @@ pub fn train(
     }
     let wall_s = start.elapsed().as_secs_f64();
     let snaps = ps.snapshots();
+    let ps_thread_ns: u64 = ps.stop().iter().sum();
     let (hits, lookups) = caches
         .iter()
         .map(HotCache::counts)
@@ -308,6 +318,8 @@ pub fn train(
             hits as f64 / lookups as f64
         },
         lookup_requests: total.lookup_requests,
+        worker_cpu_s: total.cpu_ns as f64 * 1e-9,
+        ps_cpu_s: ps_thread_ns as f64 * 1e-9,
         ps: snaps,
     })
 }

@@ -10,11 +10,14 @@
 //! `grad` = the slowest compute thread + the worker's split/reduce work; `upd` and `sync` hold
 //! only the worker-side packing here (the PS-side work is added from PS statistics).
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use crossbeam_channel::unbounded;
 use rayon::prelude::*;
 
 use crate::cache::HotCache;
-use crate::cputime::MeasureToken;
+use crate::cputime::{thread_cpu_ns, MeasureToken};
 use crate::data::{Dataset, Sample, NUM_SPARSE};
 use crate::index::copy_row;
 use crate::index::Dedup;
@@ -34,6 +37,9 @@ pub struct WorkerStats {
     pub upd_ns: u64,
     pub sync_ns: u64,
     pub lookup_requests: u64,
+    /// CPU time of the worker's thread and its compute threads over their whole lives, as
+    /// a profiler sees it: waiting that spins or polls counts (see [`run_worker`]).
+    pub cpu_ns: u64,
     /// Per-iteration `grad` and `emb` nanoseconds (for robust medians).
     pub grad_iter_ns: Vec<u64>,
     pub emb_iter_ns: Vec<u64>,
@@ -93,14 +99,26 @@ struct WorkerState {
     spare: Vec<(Vec<FeatureId>, Vec<f32>)>,
 }
 
+/// CPU nanoseconds of a worker's compute threads, added as each exits, and how many have.
+#[derive(Default)]
+struct PoolCpu {
+    ns: AtomicU64,
+    exited: AtomicUsize,
+}
+
 impl WorkerState {
-    fn new(threads: usize) -> Self {
+    fn new(threads: usize, pool_cpu: &Arc<PoolCpu>) -> Self {
         // A pool that cannot be built (thread limits) degrades to computing on one thread.
         let pool = (threads > 1)
             .then(|| {
+                let cpu = Arc::clone(pool_cpu);
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|t| format!("worker-compute-{t}"))
+                    .exit_handler(move |_| {
+                        cpu.ns.fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                        cpu.exited.fetch_add(1, Ordering::Release);
+                    })
                     .build()
                     .ok()
             })
@@ -118,14 +136,41 @@ impl WorkerState {
     }
 }
 
-/// Runs the worker loop until the queue is empty or the worker is killed.
+/// Runs the worker loop until the queue is empty or the worker is killed. Call it on a
+/// thread of its own: `cpu_ns` of the result counts this thread's CPU time since it started,
+/// plus its compute threads' (collected once the pool has shut down).
 pub fn run_worker(
     env: &WorkerEnv,
     params: &mut Vec<f32>,
     cache: &mut HotCache,
 ) -> (WorkerStats, WorkerExit) {
+    let pool_cpu = Arc::new(PoolCpu::default());
+    let mut ws = WorkerState::new(env.threads.max(1), &pool_cpu);
+    let pool_threads = ws
+        .pool
+        .as_ref()
+        .map_or(0, rayon::ThreadPool::current_num_threads);
+    let (mut st, exit) = worker_loop(env, &mut ws, params, cache);
+    drop(ws);
+    // A dropped rayon pool stops its threads asynchronously: wait (bounded) for their exit
+    // handlers, so their CPU time is in the total.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pool_cpu.exited.load(Ordering::Acquire) < pool_threads
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    st.cpu_ns = thread_cpu_ns() + pool_cpu.ns.load(Ordering::Relaxed);
+    (st, exit)
+}
+
+fn worker_loop(
+    env: &WorkerEnv,
+    ws: &mut WorkerState,
+    params: &mut Vec<f32>,
+    cache: &mut HotCache,
+) -> (WorkerStats, WorkerExit) {
     let mut st = WorkerStats::default();
-    let mut ws = WorkerState::new(env.threads.max(1));
     while let Some(shard) = env.queue.take(env.index) {
         let mut start = shard.start;
         while start < shard.end {
@@ -135,7 +180,7 @@ pub fn run_worker(
             let end = (start + env.batch as u64).min(shard.end);
             ws.samples.clear();
             ws.samples.extend((start..end).map(|i| env.data.sample(i)));
-            train_batch(env, &mut ws, params, cache, &mut st);
+            train_batch(env, ws, params, cache, &mut st);
             start = end;
         }
         env.queue.commit(env.index);

@@ -135,3 +135,60 @@ fn picasso_packing_cuts_requests_and_cache_serves_hits() {
         |r: &dlsim_kernel::train::TrainReport| r.ps.iter().map(|p| p.rows_served).sum::<u64>();
     assert!(rows(&cached) < rows(&packed));
 }
+
+/// The profiler's view (`worker_cpu_s`, `ps_cpu_s`: each role's threads over their whole
+/// lives, pools included) covers the sections the calibration measures inside those threads,
+/// over two epochs (worker threads and their pools are made anew each epoch).
+#[test]
+fn profiler_view_covers_every_measured_section() {
+    let (train_set, _) = data();
+    let mut cfg = TrainConfig::small(2, 2);
+    cfg.epochs = 2;
+    cfg.worker_threads = 3;
+    cfg.ps_threads = 2;
+    cfg.exclusive_measurement = true;
+    let r = train(&cfg, &train_set, None).unwrap();
+    let it = r.iterations as f64;
+    // `parts.grad_s` is per iteration: the slowest compute thread plus the worker's
+    // split/reduce, all inside the worker's threads.
+    assert!(r.worker_cpu_s >= r.parts.grad_s * it, "{r:?}");
+    let handlers: u64 =
+        r.ps.iter()
+            .map(|s| s.lookup_ns + s.update_ns + s.dense_ns)
+            .sum();
+    assert!(r.ps_cpu_s * 1e9 >= handlers as f64, "{r:?}");
+    assert!(r.worker_cpu_s.is_finite() && r.ps_cpu_s.is_finite());
+}
+
+/// `profile_concurrent` runs a configuration both ways and reports finite, positive views.
+#[test]
+fn concurrent_profile_reports_both_views() {
+    let kind = dlsim_kernel::calibrate::kinds()
+        .into_iter()
+        .find(|k| k.name == "wide_deep")
+        .unwrap();
+    let pt = dlsim_kernel::calibrate::GridPoint {
+        workers: 2,
+        ps: 1,
+        worker_threads: 2,
+        ps_threads: 1,
+        batch: 64,
+        emb_dim: 8,
+        iterations_per_worker: 8,
+        heldout: false,
+        heldout_shape: false,
+    };
+    let p = dlsim_kernel::calibrate::profile_concurrent(&kind, &pt, 3).unwrap();
+    for v in [
+        p.sum_steps_per_s,
+        p.wall_steps_per_s,
+        p.worker_work_s_per_step,
+        p.ps_work_s_per_step,
+        p.worker_busy_cores,
+        p.ps_busy_cores,
+    ] {
+        assert!(v.is_finite() && v > 0.0, "{p:?}");
+    }
+    // Work per step: at least the dedicated-core gradient part of one step.
+    assert!(p.worker_work_s_per_step >= p.parts.grad_s, "{p:?}");
+}

@@ -412,6 +412,17 @@ impl Job {
             .fold(0.0, f64::max)
     }
 
+    /// The busiest running PS's CPU use over its request, as a job master's per-PS profile
+    /// shows it (0 without a running PS).
+    pub(crate) fn max_ps_load(&self, pods: &Slots<Pod>) -> f64 {
+        self.pods
+            .iter()
+            .map(|&p| &pods[p])
+            .filter(|p| p.role == Role::Ps && p.active())
+            .map(|p| p.cpu_used / p.request.cpu_cores().max(1e-9))
+            .fold(0.0, f64::max)
+    }
+
     /// The first running PS to reach its memory limit, and at how many samples (memory is
     /// linear in samples). `Some((0.0, p))` if one is already over.
     pub(crate) fn ps_oom_at_samples(&self, pods: &Slots<Pod>) -> Option<(f64, usize)> {

@@ -264,11 +264,15 @@ pub fn job_perf_detail(
     for (c, t) in workers.iter().zip(&iters) {
         // Under static partitioning a fast worker idles once its slice is done.
         let period = if pooled { t.total_s() } else { t_max };
-        // CPU use counts work, not allocation: the gradient's core-seconds (the CPU's part
-        // of them on a GPU worker) run in parallel; the intercept and a tenth of the
-        // lookup/sync time (serialisation) run on one core.
+        // CPU use is the work the kernel measured on the worker's threads (each part of the
+        // calibration is CPU time of the threads doing it, `sim/kernel/src/calibrate/shape.rs`):
+        // the gradient's core-seconds (the CPU's part of them on a GPU worker) in parallel,
+        // and on one core the worker-side intercepts: `b_grad`, `b_emb` (de-duplicating the
+        // batch's IDs and gathering the returned rows) and `b_upd` (packing the sparse
+        // gradients). The dense sync is a transfer over the network the scenario states, not
+        // CPU work (the contract keeps its factor 1 for the same reason).
         let parallel = p.a_grad * x.batch * (c.cpu / c.cores);
-        let serial = p.b_grad + 0.1 * (t.emb_s + t.sync_s);
+        let serial = p.b_grad + p.b_emb + p.b_upd;
         detail
             .worker_cpu_used
             .push(((parallel + serial) / period).min(c.cpu));
@@ -280,11 +284,13 @@ pub fn job_perf_detail(
     detail.ps_cpu_used = ps
         .iter()
         .map(|j| {
-            // Update core-seconds run in parallel over the PS's cores; the intercept and
-            // half the lookup time run on one core. So idle cores are not "used" cores.
-            let parallel = p.a_upd * w * j.share;
-            let serial = p.b_upd + 0.5 * (p.a_emb * x.batch * x.emb_dim * j.share + p.b_emb);
-            ((parallel + serial) / t_ref).min(j.cores)
+            // Per round (one step of each of the w workers) a PS does the work the kernel
+            // measured on its threads: the update core-seconds of w pushes and serving w
+            // lookup requests (each `a_emb m D s_j`, one thread per request). The dense
+            // sync is a transfer, as on the worker. Idle cores are not "used" cores.
+            let update = p.a_upd * w * j.share;
+            let serve = w * p.a_emb * x.batch * x.emb_dim * j.share;
+            ((update + serve) / t_ref).min(j.cores)
         })
         .collect();
     let perf = JobPerf {
@@ -477,6 +483,20 @@ mod tests {
             d.worker_cpu_used[0] / x.worker_cores,
             d.ps_cpu_used[0] / x.ps_cores,
         )
+    }
+
+    #[test]
+    fn cpu_use_is_the_work_each_side_does() {
+        let p = default_params(ModelKind::WideDeep);
+        let x = inputs(24.0, 8.0, 3.0, 16.0);
+        let (w_busy, ps_busy) = busy_fractions(&p, &x);
+        let t = iteration_time(&p, &x).total_s();
+        // Worker: the gradient's core-seconds plus the worker-side intercepts, per step.
+        let worker = p.a_grad * 512.0 + p.b_grad + p.b_emb + p.b_upd;
+        assert!((w_busy * 3.0 - worker / t).abs() < 1e-9);
+        // A PS per round: w pushes and w lookups of its eighth of the rows.
+        let ps = (p.a_upd * 24.0 + 24.0 * p.a_emb * 512.0 * 16.0) / 8.0;
+        assert!((ps_busy * 16.0 - ps / t).abs() < 1e-9);
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct ProfileSample {
     /// Mean CPU cores used per running worker and per PS.
     pub worker_cpu_used: f64,
     pub ps_cpu_used: f64,
+    /// The busiest PS's CPU use over its request (a job master profiles each PS).
+    pub ps_cpu_load_max: f64,
     /// Memory used per worker, and by the fullest PS, in MB.
     pub worker_mem_used_mb: f64,
     pub ps_mem_used_mb_max: f64,

@@ -77,7 +77,7 @@ fn decision(c: &mut Criterion) {
         restarts: [0, 0],
     };
     let obs = observations(&job);
-    let split = plan::split_from_utilisation(0.6, 0.3, 0.5);
+    let split = plan::split_from_utilisation(0.6, 0.3, 0.5, 1.0);
     let model = plan::fit_model(&obs, split).expect("fits");
     let make = |model| Plan {
         job: &job,

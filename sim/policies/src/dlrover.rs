@@ -32,7 +32,7 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request, 10% of the cluster is kept free for arrivals, and a
+//!    (default 4) times its request (a warm start included: its counts are scaled down), 10% of the cluster is kept free for arrivals, and a
 //!    job whose last plan changed nothing is re-planned less often (up to every 4
 //!    intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
@@ -44,10 +44,11 @@
 //! Simplifications (also in ARCHITECTURE.md):
 //! - The fit has a weak prior: with few distinct configurations NNLS on five unknowns is
 //!   underdetermined, so four pseudo-observations are added from a model in which each
-//!   part takes a share of the first observed iteration: gradient and update from worker
-//!   and PS CPU utilisation, and the rest split between sync and lookups by the most
-//!   optimistic of four fractions (10% to 80% sync) that explains the observed
-//!   throughputs about as well as the best (`plan::choose_split`); real samples
+//!   part takes a share of the first observed iteration: gradient from worker CPU
+//!   utilisation, update from all or half of the PS's (a PS's CPU also serves lookups),
+//!   and the rest split between sync and lookups (10% to 80% sync), by the first of
+//!   these readings (all of the PS's CPU as update, then the least sync) that explains
+//!   the observed throughputs about as well as the best (`plan::choose_split`); real samples
 //!   outnumber the prior within a few intervals.
 //! - The network bandwidth in the model's features is the cluster's nominal 1,250 MB/s
 //!   (a real master knows its network spec); per-pod CPU is the request (stragglers show
@@ -119,6 +120,23 @@ impl Tracked {
         if let (Some(n), Some(util)) = (self.split_due.take(), self.util) {
             self.split = plan::choose_split(&self.obs[..n], util);
         }
+    }
+}
+
+/// `config` with its worker and PS counts scaled down (pod sizes kept, at least one of each
+/// role it has) until its CPU cores are within `quota`: a warm start copies similar jobs'
+/// final configurations, which must not carry a job past its own quota.
+fn within_quota(config: JobConfig, quota: f64) -> JobConfig {
+    let cores = config.total().cpu_cores();
+    if cores <= quota {
+        return config;
+    }
+    let k = quota / cores;
+    let scale = |n: u32| ((f64::from(n) * k).floor() as u32).max(n.min(1));
+    JobConfig {
+        workers: scale(config.workers),
+        ps: scale(config.ps),
+        ..config
     }
 }
 
@@ -285,7 +303,7 @@ impl Dlrover {
         let steps_left = job.request.steps.saturating_sub(job.steps_done) as f64;
         let ps_mem_final = plan::ps_mem_at_end(job.history, steps_left, ps_mem_used);
         let cores_now = job.config.total().cpu_cores();
-        let quota = self.quota * job.request.requested.total().cpu_cores().max(4.0);
+        let quota = self.quota_cores(&job.request.requested);
         let plan = Plan {
             job,
             model,
@@ -344,6 +362,12 @@ impl Dlrover {
         -f[1] / f[0].max(1.0) * weight(remaining, thr, self.rho)
     }
 
+    /// The most CPU cores a job with this request may hold: `quota` times its requested
+    /// cores (at least 4).
+    fn quota_cores(&self, requested: &JobConfig) -> f64 {
+        self.quota * requested.total().cpu_cores().max(4.0)
+    }
+
     /// The plan's cost filters (our guards, see the module docs).
     fn filters(&self, plan: &Plan<'_>, configs: usize) -> Filters {
         let job = plan.job;
@@ -387,7 +411,11 @@ impl Dlrover {
                 }
                 t.last_sample = Some(s.time);
                 t.fresh += 1;
-                if s.steps_per_s <= 0.0 || s.running_ps == 0 || job.config.ps == 0 {
+                // A profile taken while one PS ran saturated and the others idle (stage
+                // 3's hot PS) measures that PS, not the configuration: it stays out of the
+                // fit and of the prior's utilisation.
+                if s.steps_per_s <= 0.0 || s.running_ps == 0 || job.config.ps == 0 || post::hot_sample(s)
+                {
                     continue;
                 }
                 // The cores the sample ran at: a rescale since may have changed them.
@@ -488,7 +516,9 @@ impl Policy for Dlrover {
         let config = if self.warm_start {
             self.db
                 .warm_config(job, self.mu)
-                .unwrap_or(job.request.requested)
+                .map_or(job.request.requested, |c| {
+                    within_quota(c, self.quota_cores(&job.request.requested))
+                })
         } else {
             job.request.requested
         };

@@ -71,7 +71,7 @@ pub struct Plan {
 }
 
 /// The kinds: MLP widths only (`m` and `D` come from the grid's shapes).
-fn kinds() -> Vec<Kind> {
+pub fn kinds() -> Vec<Kind> {
     let k = |name: &str, hidden: Vec<usize>| Kind {
         name: name.into(),
         hidden,
@@ -345,6 +345,77 @@ pub fn measure(
         wall_samples_per_s: r.wall_samples_per_s,
         unique_rows: rows as f64 / r.iterations.max(1) as f64,
         mlp_macs: spec.mlp_macs() as f64,
+    })
+}
+
+/// One configuration as a profiler sees it: run with every thread on a core of its own
+/// (`exclusive_measurement` off, so sections overlap as they do in production), next to
+/// the same configuration's dedicated-core parts (the calibration's measurement).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConcurrentProfile {
+    pub kind: String,
+    pub point: GridPoint,
+    /// The calibration's dedicated-core parts (exclusive run) and the steps/s of the job
+    /// they predict, `w / sum(parts)`.
+    pub parts: PartTimes,
+    pub sum_steps_per_s: f64,
+    /// Exclusive run: CPU seconds per worker step of the worker side (worker thread and
+    /// its compute threads) and of the PS side (all server threads): the work.
+    pub worker_work_s_per_step: f64,
+    pub ps_work_s_per_step: f64,
+    /// Concurrent run: steps/s of the whole job on the wall clock.
+    pub wall_steps_per_s: f64,
+    /// Concurrent run: busy cores per worker and of all PS together (CPU time over wall).
+    pub worker_busy_cores: f64,
+    pub ps_busy_cores: f64,
+}
+
+/// Runs `pt` twice (dedicated-core measurement, then concurrent) and reports both views.
+/// Needs a machine with at least `w (lambda_w + 1) + p lambda_p` free cores to mean anything.
+pub fn profile_concurrent(
+    kind: &Kind,
+    pt: &GridPoint,
+    seed: u64,
+) -> anyhow::Result<ConcurrentProfile> {
+    let spec = kind.spec(pt.emb_dim);
+    let n = (pt.workers * pt.iterations_per_worker * pt.batch) as u64;
+    let data = InMemory::materialise(&SyntheticData::standard(seed, n, 8), n);
+    let run = |exclusive: bool| {
+        let cfg = TrainConfig {
+            workers: pt.workers,
+            ps: pt.ps,
+            worker_threads: pt.worker_threads,
+            ps_threads: pt.ps_threads,
+            batch: pt.batch,
+            spec: spec.clone(),
+            optimizer: Optimizer::Adagrad {
+                lr: 0.05,
+                init_acc: 0.1,
+            },
+            packed: true,
+            cache_rows: 0,
+            cache_refresh_batches: 1,
+            shard_batches: 1,
+            epochs: 1,
+            seed,
+            faults: FaultConfig::default(),
+            exclusive_measurement: exclusive,
+        };
+        train(&cfg, &data, None)
+    };
+    let ex = run(true)?;
+    let co = run(false)?;
+    let it = ex.iterations.max(1) as f64;
+    Ok(ConcurrentProfile {
+        kind: kind.name.clone(),
+        point: *pt,
+        parts: ex.parts,
+        sum_steps_per_s: pt.workers as f64 / ex.parts.total_s().max(1e-12),
+        worker_work_s_per_step: ex.worker_cpu_s / it,
+        ps_work_s_per_step: ex.ps_cpu_s / it,
+        wall_steps_per_s: co.iterations as f64 / co.wall_s.max(1e-12),
+        worker_busy_cores: co.worker_cpu_s / co.wall_s.max(1e-12) / pt.workers as f64,
+        ps_busy_cores: co.ps_cpu_s / co.wall_s.max(1e-12),
     })
 }
 

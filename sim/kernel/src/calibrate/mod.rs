@@ -23,7 +23,10 @@ use dlsim_fit::metrics::{mae, mape_pct, rmse, rmsle};
 use dlsim_fit::{OptimusObs, OptimusParams, ThroughputParams};
 use serde::{Deserialize, Serialize};
 
-pub use grid::{copy_bandwidth_mb_s, measure, GridPoint, Kind, Machine, Measurement, Plan};
+pub use grid::{
+    copy_bandwidth_mb_s, kinds, measure, profile_concurrent, ConcurrentProfile, GridPoint, Kind,
+    Machine, Measurement, Plan,
+};
 pub use shape::{ShapeInputs, ShapeParams};
 
 /// Format tag of the calibration file.

@@ -21,18 +21,30 @@
 //!      [`REFERENCE_EMB_DIM`]), the anchor jobs' (DLRover: batch 512).
 //!    - `T_grad` and `T_emb` carry `m` and `D` themselves; betas are per-iteration constants
 //!      and stay as measured.
-//! 2. **Production factors** ([`Factors`], [`with_factors`]). Worker compute (`a_grad`,
-//!    `b_grad`) is multiplied by `k_w`; PS-side work (`a_upd`, `b_upd`, `a_emb`, `b_emb`) by
-//!    `k_ps`; the dense sync keeps factor 1 (it is a transfer whose bandwidth the scenario
-//!    states). `k_w` stands for the production model's heavier per-sample compute (the
-//!    kernel's kinds are small MLPs, without xDeepFM's CIN or DCN's cross layers); `k_ps` for
-//!    a TensorFlow PS's RPC and hash-table costs against the kernel's in-process ones. Scaling
-//!    a term's slope and intercept together keeps its measured shape.
+//! 2. **Production factors** ([`Factors`], [`with_factors`]). Each term is work of the side
+//!    the kernel measured it on (`sim/kernel/src/calibrate/shape.rs`): worker-side work is
+//!    multiplied by `k_w`, PS-side work by `k_ps`, and the dense sync keeps factor 1 (it is a
+//!    transfer whose bandwidth the scenario states).
+//!    - Worker side: the gradient (`a_grad`, `b_grad`) and the intercepts of the lookup and
+//!      the push, `b_emb` (de-duplicating the batch's `26 m` IDs and copying the returned rows
+//!      into the batch) and `b_upd` (packing the sparse gradients). None of them is divided
+//!      by `p`: the paper's form folds them into intercepts.
+//!    - PS side: `a_upd` (applying w pushes on `lambda_p` threads) and `a_emb` (serving the
+//!      rows of a lookup request, `1 / p` of them per PS).
+//!
+//!    `k_w` stands for the production model's heavier per-sample compute and TensorFlow's
+//!    per-step worker runtime (the kernel's kinds are small MLPs, without xDeepFM's CIN or
+//!    DCN's cross layers); `k_ps` for a TensorFlow PS's RPC and hash-table costs against the
+//!    kernel's in-process ones. (Until 2026-11-26 `b_emb` and `b_upd` took `k_ps`: the
+//!    worker's de-duplication then counted as PS work, a fixed 69 ms per W&D step that no
+//!    number of workers contended for, so scaling out cost nothing. `job_perf_detail` counts
+//!    the same split as each side's CPU use.)
 //! 3. **Anchoring** ([`anchor_factors`]). For a kind with a published anchor ([`ANCHORS`]:
 //!    DLRover Table 2's well-tuned configuration and the throughput Table 1 reports for it),
 //!    `k_w` and `k_ps` solve two equations at that configuration, with `G`, `P`, `S` the
 //!    step-1 `T_grad`, `T_upd + T_emb` and `T_sync` there:
-//!    - *level*: `k_w G + k_ps P + S = w / R` (`R` steps/s), so the anchor reaches R;
+//!    - *level*: `k_w G + k_ps P + S = w / R` (`R` steps/s), so the anchor reaches R, with
+//!      `G` the worker-side terms (`T_grad + b_emb + b_upd`) and `P` the PS-side ones;
 //!    - *well-tuned*: moving one core between the worker side and the PS side leaves the
 //!      iteration time unchanged (DLRover tuned these configurations "until it almost reaches
 //!      the best throughput", both at about C_total = 200 cores):
@@ -138,7 +150,8 @@ pub struct KernelCalibration {
     pub kinds: BTreeMap<ModelKind, KernelKind>,
 }
 
-/// Step 2's multipliers: `worker` on `T_grad`, `ps` on `T_upd` and `T_emb`.
+/// Step 2's multipliers: `worker` on the worker-side terms (`a_grad`, `b_grad`, `b_emb`,
+/// `b_upd`), `ps` on the PS-side ones (`a_upd`, `a_emb`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Factors {
     pub worker: f64,
@@ -156,15 +169,15 @@ pub fn to_reference_units(k: &KernelKind, bandwidth_mb_s: f64) -> ThroughputPara
     }
 }
 
-/// Step 2: worker compute times `f.worker`, PS-side work times `f.ps`, sync unchanged.
+/// Step 2: worker-side work times `f.worker`, PS-side work times `f.ps`, sync unchanged.
 pub fn with_factors(u: &ThroughputParams, f: Factors) -> ThroughputParams {
     ThroughputParams {
         a_grad: u.a_grad * f.worker,
         b_grad: u.b_grad * f.worker,
         a_upd: u.a_upd * f.ps,
-        b_upd: u.b_upd * f.ps,
+        b_upd: u.b_upd * f.worker,
         a_emb: u.a_emb * f.ps,
-        b_emb: u.b_emb * f.ps,
+        b_emb: u.b_emb * f.worker,
         ..*u
     }
 }
@@ -174,7 +187,12 @@ pub fn with_factors(u: &ThroughputParams, f: Factors) -> ThroughputParams {
 pub fn anchor_factors(u: &ThroughputParams, a: &Anchor) -> Result<Factors, String> {
     let x = a.inputs();
     let t = iteration_time(u, &x);
-    let (g, p, s) = (t.grad_s, t.upd_s + t.emb_s, t.sync_s);
+    // Worker side, PS side and sync at the anchor, split as `with_factors` scales them.
+    let (g, p, s) = (
+        t.grad_s + u.b_emb + u.b_upd,
+        t.upd_s + t.emb_s - u.b_emb - u.b_upd,
+        t.sync_s,
+    );
     let target_s = a.workers / a.steps_per_s;
     if s >= target_s {
         return Err(format!(
@@ -426,6 +444,33 @@ mod tests {
             let dp = p.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
             assert!((dw - dp).abs() < 1e-9 * dw, "{dw} vs {dp}");
         }
+    }
+
+    #[test]
+    fn worker_side_intercepts_take_the_worker_factor() {
+        let k = kernel(6e-6, 5e-4);
+        let u = to_reference_units(&k, 25_000.0);
+        let t = with_factors(
+            &u,
+            Factors {
+                worker: 3.0,
+                ps: 50.0,
+            },
+        );
+        // De-duplication and row copies (b_emb) and gradient packing (b_upd) run on the
+        // worker in the kernel, so they scale with it; serving rows and applying pushes
+        // (a_emb, a_upd) scale with the PS; the sync stays a transfer.
+        assert_eq!(
+            (t.b_emb, t.b_upd, t.b_grad, t.a_grad),
+            (u.b_emb * 3.0, u.b_upd * 3.0, u.b_grad * 3.0, u.a_grad * 3.0)
+        );
+        assert_eq!((t.a_emb, t.a_upd), (u.a_emb * 50.0, u.a_upd * 50.0));
+        assert_eq!((t.a_sync, t.b_sync), (u.a_sync, u.b_sync));
+        // With more workers only the PS side grows: the anchor's level still holds.
+        let f = anchor_factors(&u, &ANCHORS[0]).unwrap();
+        let a = ANCHORS[0];
+        let steps = crate::perf::throughput(&with_factors(&u, f), &a.inputs()) / REFERENCE_BATCH;
+        assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
     }
 
     #[test]

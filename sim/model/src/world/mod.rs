@@ -980,6 +980,7 @@ impl World {
                 steps_per_s: noisy(job.running.rate / f64::from(job.spec.batch_size)),
                 worker_cpu_used: noisy(jp.worker_cpu_used / f64::from(job.running.workers)),
                 ps_cpu_used: noisy(jp.ps_cpu_used / f64::from(job.running.ps.max(1))),
+                ps_cpu_load_max: noisy(job.max_ps_load(&self.pods)),
                 worker_mem_used_mb: noisy(job.worker_mem_used_mb()),
                 ps_mem_used_mb_max: noisy(job.ps_mem_used_mb(
                     job.samples_done,

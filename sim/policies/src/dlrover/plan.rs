@@ -87,12 +87,20 @@ pub fn worker_only(from: &JobConfig, to: &JobConfig) -> bool {
 
 /// The share of an iteration each part (gradient, update, sync, embedding) takes, read
 /// from CPU utilisation as a job master sees it: a worker's busy share of its cores is the
-/// gradient's share, a PS's busy share of its cores the update's (each clamped to
-/// [0.05, 0.9], together at most 0.9). Utilisation cannot tell parameter sync from
-/// embedding lookups: `sync` is the fraction of the rest given to sync (see
-/// [`choose_split`]).
-pub fn split_from_utilisation(worker_util: f64, ps_util: f64, sync: f64) -> [f64; 4] {
-    let (mut g, mut u) = (worker_util.clamp(0.05, 0.9), ps_util.clamp(0.05, 0.9));
+/// gradient's share, `ps_update` of a PS's busy share of its cores the update's (each
+/// clamped to [0.05, 0.9], together at most 0.9); the rest of the PS's busy share is
+/// serving lookups. Utilisation cannot tell parameter sync from embedding lookups: `sync`
+/// is the fraction of the rest given to sync (see [`choose_split`]).
+pub fn split_from_utilisation(
+    worker_util: f64,
+    ps_util: f64,
+    sync: f64,
+    ps_update: f64,
+) -> [f64; 4] {
+    let (mut g, mut u) = (
+        worker_util.clamp(0.05, 0.9),
+        (ps_util * ps_update).clamp(0.05, 0.9),
+    );
     if g + u > 0.9 {
         let k = 0.9 / (g + u);
         (g, u) = (g * k, u * k);
@@ -105,29 +113,45 @@ pub fn split_from_utilisation(worker_util: f64, ps_util: f64, sync: f64) -> [f64
 /// the most optimistic about scaling out (little sync) to the least.
 pub const SYNC_FRACTIONS: [f64; 4] = [0.1, 0.25, 0.5, 0.8];
 
+/// The shares of a PS's busy time that [`choose_split`] reads as update work: all of it
+/// first (utilisation's direct reading), then half (a PS also spends CPU serving each
+/// worker's lookups, work that grows with the workers but not with the iteration), taken
+/// when the profiles refute the first.
+pub const PS_UPDATE_SHARES: [f64; 2] = [1.0, 0.5];
+
 /// How much worse (root mean squared log error) than the best split's fit a split's fit may
 /// explain the observed throughputs and still count as explaining them.
 const SPLIT_TOLERANCE: f64 = 0.02;
 
 /// The prior's split, `util` being the first profile's (worker, PS) CPU utilisation.
-/// Utilisation cannot tell sync from embedding lookups, so each of [`SYNC_FRACTIONS`] is
-/// fitted and the most optimistic one that explains the observed throughputs about as
-/// well as the best is kept (optimism under uncertainty): if scaling out then gains less
-/// than it predicted, the new profiles refute it and a later choice moves on.
+/// Utilisation cannot tell sync from embedding lookups, nor a PS's update work from its
+/// serving, so each of [`PS_UPDATE_SHARES`] x [`SYNC_FRACTIONS`] is fitted and the first
+/// (utilisation's direct reading, then the most optimistic about scaling out) that
+/// explains the observed throughputs about as well as the best is kept (optimism under
+/// uncertainty): if scaling out then gains less than it predicted, the new profiles refute
+/// it and a later choice moves on.
 pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
-    let splits = SYNC_FRACTIONS.map(|sync| split_from_utilisation(util.0, util.1, sync));
+    let splits: Vec<[f64; 4]> = PS_UPDATE_SHARES
+        .iter()
+        .flat_map(|&upd| {
+            SYNC_FRACTIONS.map(|sync| split_from_utilisation(util.0, util.1, sync, upd))
+        })
+        .collect();
     if obs.iter().all(|o| o.0 == obs[0].0) {
         return splits[0];
     }
-    let errs = splits.map(|split| {
-        fit_model(obs, split).map_or(f64::INFINITY, |m| {
-            let sq: f64 = obs
-                .iter()
-                .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
-                .sum();
-            (sq / obs.len() as f64).sqrt()
+    let errs: Vec<f64> = splits
+        .iter()
+        .map(|&split| {
+            fit_model(obs, split).map_or(f64::INFINITY, |m| {
+                let sq: f64 = obs
+                    .iter()
+                    .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
+                    .sum();
+                (sq / obs.len() as f64).sqrt()
+            })
         })
-    });
+        .collect();
     let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
     let i = errs
         .iter()
@@ -682,7 +706,8 @@ mod tests {
         };
         let (c0, c1) = (cfg(2, 1, 4.0, 4.0), cfg(16, 4, 4.0, 4.0));
         let util = (0.1, 0.1);
-        let optimistic = split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0]);
+        let optimistic =
+            split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0], PS_UPDATE_SHARES[0]);
         for (name, t, refuted) in [
             ("sync-bound", truth(6.0, 3e-6), true),
             ("lookup-bound", truth(0.05, 4e-5), false),
@@ -762,6 +787,7 @@ mod tests {
             steps_per_s: 10.0,
             worker_cpu_used: 1.0,
             ps_cpu_used: 1.0,
+            ps_cpu_load_max: 0.25,
             worker_mem_used_mb: 3_000.0,
             ps_mem_used_mb_max: mem,
         };

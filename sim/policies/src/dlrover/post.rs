@@ -6,7 +6,9 @@
 
 use super::Tracked;
 use dlsim_model::job::Role;
-use dlsim_model::policy::{Action, JobConfig, JobPhase, JobView, PodEventKind, RescaleMethod};
+use dlsim_model::policy::{
+    Action, JobConfig, JobPhase, JobView, PodEventKind, ProfileSample, RescaleMethod,
+};
 
 /// DLRover's hot-PS test on the CPU loads (used / requested) of one role's pods: the most
 /// loaded pod, if it runs at >= 90% of its request while the median pod runs below 1/1.5
@@ -24,6 +26,27 @@ pub(crate) fn saturated_outlier(loads: &[f64]) -> Option<usize> {
         .max_by(|a, b| a.1.total_cmp(b.1))
         .expect("non-empty");
     (max >= 0.9 && max >= 1.5 * median).then_some(hot)
+}
+
+/// Whether a job profile was taken with a hot PS: the busiest PS at >= 90% of its request
+/// and 1.5x the PSes' mean load (the per-pod test, [`saturated_outlier`], on what the
+/// job's profile keeps: the mean in place of the median).
+pub(super) fn hot_sample(s: &ProfileSample) -> bool {
+    let mean = s.ps_cpu_used / s.ps_cpu.max(1e-9);
+    s.running_ps >= 2 && s.ps_cpu_load_max >= 0.9 && s.ps_cpu_load_max >= 1.5 * mean
+}
+
+/// The job's hot PS as its pods' last profiles show it ([`saturated_outlier`] of the PS
+/// CPU loads): its pod id and requested cores.
+pub(super) fn hot_ps(job: &JobView<'_>) -> Option<(usize, f64)> {
+    let ps: Vec<(usize, f64, f64)> = job
+        .pods
+        .iter()
+        .filter(|p| p.role == Role::Ps)
+        .filter_map(|p| p.last.map(|s| (p.id, s.cpu_used, p.request.cpu_cores())))
+        .collect();
+    let loads: Vec<f64> = ps.iter().map(|&(_, u, r)| u / r).collect();
+    saturated_outlier(&loads).map(|hot| (ps[hot].0, ps[hot].2))
 }
 
 /// Stage 3 for one job: OOM follow-up, OOM prediction, hot PS. At most one action.
@@ -91,15 +114,7 @@ pub(super) fn post_scale(
         }
     }
     // Hot PS: one PS busy at its limit while the others idle.
-    let ps: Vec<(usize, f64, f64)> = job
-        .pods
-        .iter()
-        .filter(|p| p.role == Role::Ps)
-        .filter_map(|p| p.last.map(|s| (p.id, s.cpu_used, p.request.cpu_cores())))
-        .collect();
-    let loads: Vec<f64> = ps.iter().map(|&(_, u, r)| u / r).collect();
-    if let Some(hot) = saturated_outlier(&loads) {
-        let (pod, _, req) = ps[hot];
+    if let Some((pod, req)) = hot_ps(job) {
         // The replacement gets twice the hot PS's cores, and never fewer than the job's
         // configured PS (a PS cut below its configuration comes back at full size).
         let cpu = (req * 2.0).max(job.config.ps_cpu);
@@ -118,4 +133,32 @@ pub(super) fn post_scale(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile with one PS at its limit while the PSes average far below is a hot-PS
+    /// profile; an evenly busy job, or one PS, is not.
+    #[test]
+    fn hot_sample_needs_one_saturated_ps_above_the_rest() {
+        let s = |running_ps: u32, mean_used: f64, max_load: f64| ProfileSample {
+            running_ps,
+            ps_cpu: 16.0,
+            ps_cpu_used: mean_used,
+            ps_cpu_load_max: max_load,
+            steps_per_s: 10.0,
+            ..ProfileSample::default()
+        };
+        // 8 PS, one at 3% of its CPU and saturated (load 1.0 of its cut request), the mean
+        // 0.2 of the configured 16 cores.
+        assert!(hot_sample(&s(8, 3.2, 1.0)));
+        // Every PS busy: saturated, but no outlier.
+        assert!(!hot_sample(&s(8, 15.0, 1.0)));
+        // An outlier below 90%.
+        assert!(!hot_sample(&s(8, 3.2, 0.8)));
+        // One PS cannot be an outlier.
+        assert!(!hot_sample(&s(1, 3.2, 1.0)));
+    }
 }

@@ -291,21 +291,17 @@ impl Measurement {
     }
 }
 
-/// Runs one grid point: a single epoch over exactly `iterations_per_worker` batches per worker.
-pub fn measure(
-    kind: &Kind,
-    pt: &GridPoint,
-    bandwidth_mb_s: f64,
-    seed: u64,
-) -> anyhow::Result<Measurement> {
-    let spec = kind.spec(pt.emb_dim);
-    let cfg = TrainConfig {
+/// The training run of one grid point: a single epoch, packed requests, no cache, one
+/// batch per shard; `exclusive` runs measured sections one at a time (the calibration's
+/// dedicated-core measurement).
+fn grid_config(kind: &Kind, pt: &GridPoint, seed: u64, exclusive: bool) -> TrainConfig {
+    TrainConfig {
         workers: pt.workers,
         ps: pt.ps,
         worker_threads: pt.worker_threads,
         ps_threads: pt.ps_threads,
         batch: pt.batch,
-        spec: spec.clone(),
+        spec: kind.spec(pt.emb_dim),
         optimizer: Optimizer::Adagrad {
             lr: 0.05,
             init_acc: 0.1,
@@ -317,8 +313,19 @@ pub fn measure(
         epochs: 1,
         seed,
         faults: FaultConfig::default(),
-        exclusive_measurement: true,
-    };
+        exclusive_measurement: exclusive,
+    }
+}
+
+/// Runs one grid point: a single epoch over exactly `iterations_per_worker` batches per worker.
+pub fn measure(
+    kind: &Kind,
+    pt: &GridPoint,
+    bandwidth_mb_s: f64,
+    seed: u64,
+) -> anyhow::Result<Measurement> {
+    let spec = kind.spec(pt.emb_dim);
+    let cfg = grid_config(kind, pt, seed, true);
     let n = (pt.workers * pt.iterations_per_worker * pt.batch) as u64;
     // Materialised first: generating samples on one core while another core's section is
     // measured would inflate that section's CPU time (shared caches, SMT siblings).
@@ -377,32 +384,9 @@ pub fn profile_concurrent(
     pt: &GridPoint,
     seed: u64,
 ) -> anyhow::Result<ConcurrentProfile> {
-    let spec = kind.spec(pt.emb_dim);
     let n = (pt.workers * pt.iterations_per_worker * pt.batch) as u64;
     let data = InMemory::materialise(&SyntheticData::standard(seed, n, 8), n);
-    let run = |exclusive: bool| {
-        let cfg = TrainConfig {
-            workers: pt.workers,
-            ps: pt.ps,
-            worker_threads: pt.worker_threads,
-            ps_threads: pt.ps_threads,
-            batch: pt.batch,
-            spec: spec.clone(),
-            optimizer: Optimizer::Adagrad {
-                lr: 0.05,
-                init_acc: 0.1,
-            },
-            packed: true,
-            cache_rows: 0,
-            cache_refresh_batches: 1,
-            shard_batches: 1,
-            epochs: 1,
-            seed,
-            faults: FaultConfig::default(),
-            exclusive_measurement: exclusive,
-        };
-        train(&cfg, &data, None)
-    };
+    let run = |exclusive: bool| train(&grid_config(kind, pt, seed, exclusive), &data, None);
     let ex = run(true)?;
     let co = run(false)?;
     let it = ex.iterations.max(1) as f64;

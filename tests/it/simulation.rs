@@ -24,6 +24,23 @@ fn random_scenarios_keep_every_invariant() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Seeds the swarm once failed on, kept as regressions. 610: a worker's replacement
+/// (`ReplacePod`) evicted by co-located services while the job migrated its PSes stayed
+/// allocated (the migration's abort only gives back the migration's own pods), so the
+/// node went over capacity (found 2026-11-26, when the contract's side split changed the
+/// chaos runs' timing).
+#[test]
+fn seeds_that_failed_once_keep_every_invariant() {
+    for seed in [610u64] {
+        if let Err(why) = dlsim_swarm::run_seed(seed) {
+            panic!(
+                "seed {seed}: {why}; reproduce: {}",
+                dlsim_swarm::reproducer(seed)
+            );
+        }
+    }
+}
+
 /// `dlsim swarm` runs the seeds asked for and says so; `--minutes` must be positive.
 #[test]
 fn the_swarm_command_reports_its_seeds() {

@@ -329,7 +329,9 @@ impl World {
         if self.jobs[j].life.migration().is_some() {
             // Any loss aborts a migration in flight: its new pods are given back.
             self.abort_migration(now, j);
-            if standby_side {
+            if standby_side && self.pods[p].state == PodState::Finished {
+                // The pod was one of them. (A worker's replacement is not part of the
+                // migration: it is still placed and is retired below.)
                 self.count_loss(j, cause);
                 self.update_phase(now, j, queue);
                 self.queue_schedule(now, queue);

@@ -32,7 +32,8 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request (a warm start included: its counts are scaled down), 10% of the cluster is kept free for arrivals, and a
+//!    (default 4) times its request (a warm start may begin above it: it copies similar jobs'
+//!    final configurations, see ARCHITECTURE.md on why it is not capped), 10% of the cluster is kept free for arrivals, and a
 //!    job whose last plan changed nothing is re-planned less often (up to every 4
 //!    intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
@@ -120,23 +121,6 @@ impl Tracked {
         if let (Some(n), Some(util)) = (self.split_due.take(), self.util) {
             self.split = plan::choose_split(&self.obs[..n], util);
         }
-    }
-}
-
-/// `config` with its worker and PS counts scaled down (pod sizes kept, at least one of each
-/// role it has) until its CPU cores are within `quota`: a warm start copies similar jobs'
-/// final configurations, which must not carry a job past its own quota.
-fn within_quota(config: JobConfig, quota: f64) -> JobConfig {
-    let cores = config.total().cpu_cores();
-    if cores <= quota {
-        return config;
-    }
-    let k = quota / cores;
-    let scale = |n: u32| ((f64::from(n) * k).floor() as u32).max(n.min(1));
-    JobConfig {
-        workers: scale(config.workers),
-        ps: scale(config.ps),
-        ..config
     }
 }
 
@@ -516,9 +500,7 @@ impl Policy for Dlrover {
         let config = if self.warm_start {
             self.db
                 .warm_config(job, self.mu)
-                .map_or(job.request.requested, |c| {
-                    within_quota(c, self.quota_cores(&job.request.requested))
-                })
+                .unwrap_or(job.request.requested)
         } else {
             job.request.requested
         };

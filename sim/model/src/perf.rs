@@ -499,6 +499,19 @@ mod tests {
         assert!((ps_busy * 16.0 - ps / t).abs() < 1e-9);
     }
 
+    /// Fan-in: a PS serves every worker's lookups and applies every push, so with the
+    /// same PSes more workers make each PS busier (in cores, not only in share).
+    #[test]
+    fn a_ps_gets_busier_with_every_worker_it_serves() {
+        let p = default_params(ModelKind::WideDeep);
+        let (_, ps_8) = busy_fractions(&p, &inputs(8.0, 4.0, 4.0, 16.0));
+        let (_, ps_32) = busy_fractions(&p, &inputs(32.0, 4.0, 4.0, 16.0));
+        assert!(
+            ps_32 > 1.5 * ps_8,
+            "PS busy share {ps_8} with 8 workers, {ps_32} with 32"
+        );
+    }
+
     #[test]
     fn more_workers_help_until_the_ps_saturates() {
         let p = default_params(ModelKind::WideDeep);

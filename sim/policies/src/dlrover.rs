@@ -32,10 +32,10 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request (a warm start may begin above it: it copies similar jobs'
-//!    final configurations, see ARCHITECTURE.md on why it is not capped), 10% of the cluster is kept free for arrivals, and a
-//!    job whose last plan changed nothing is re-planned less often (up to every 4
-//!    intervals).
+//!    (default 4) times its request (a warm start may begin above it: it copies similar
+//!    jobs' final configurations; ARCHITECTURE.md says why it is not capped), 10% of the
+//!    cluster is kept free for arrivals, and a job whose last plan changed nothing is
+//!    re-planned less often (up to every 4 intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
 //!    workers take fewer shards, failed workers return theirs); a hot PS (CPU >= 90% of its
 //!    request and 1.5x the median PS) is migrated to a PS with twice the CPU; OOM

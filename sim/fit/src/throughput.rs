@@ -108,6 +108,21 @@ pub struct ThroughputParams {
 }
 
 impl ThroughputParams {
+    /// Every coefficient with its field name, in declaration order (what loaders name in
+    /// their errors).
+    pub fn named(&self) -> [(&'static str, f64); 8] {
+        [
+            ("a_grad", self.a_grad),
+            ("b_grad", self.b_grad),
+            ("a_upd", self.a_upd),
+            ("b_upd", self.b_upd),
+            ("a_sync", self.a_sync),
+            ("b_sync", self.b_sync),
+            ("a_emb", self.a_emb),
+            ("b_emb", self.b_emb),
+        ]
+    }
+
     fn slopes(&self) -> [f64; 4] {
         [self.a_grad, self.a_upd, self.a_sync, self.a_emb]
     }

@@ -67,16 +67,7 @@ pub fn check(f: &ScenarioFile) -> Result<(), (String, String)> {
         in_range(t.calibration_time_scale, 1e-6, 1e6),
     )?;
     for (kind, p) in &t.params {
-        for (name, v) in [
-            ("a_grad", p.a_grad),
-            ("b_grad", p.b_grad),
-            ("a_upd", p.a_upd),
-            ("b_upd", p.b_upd),
-            ("a_sync", p.a_sync),
-            ("b_sync", p.b_sync),
-            ("a_emb", p.a_emb),
-            ("b_emb", p.b_emb),
-        ] {
+        for (name, v) in p.named() {
             c(
                 &format!("truth.params.{kind}.{name}"),
                 in_range(v, 0.0, MAX_COEFFICIENT),

@@ -299,16 +299,7 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
         return Err(err("format".into(), msg));
     }
     for (kind, p) in &raw.kinds {
-        let all = [
-            ("a_grad", p.a_grad),
-            ("b_grad", p.b_grad),
-            ("a_upd", p.a_upd),
-            ("b_upd", p.b_upd),
-            ("a_sync", p.a_sync),
-            ("b_sync", p.b_sync),
-            ("a_emb", p.a_emb),
-            ("b_emb", p.b_emb),
-        ];
+        let all = p.named();
         if let Some((name, _)) = all.iter().find(|(_, x)| !x.is_finite() || *x < 0.0) {
             let msg = "alphas and betas must be finite and >= 0".to_string();
             return Err(err(format!("kinds.{kind}.{name}"), msg));

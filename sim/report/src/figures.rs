@@ -455,6 +455,15 @@ fn failures(runs: &[Run]) -> anyhow::Result<Spec> {
     ))
 }
 
+/// A line figure's series (tests of this module and of `online_figures`).
+#[cfg(test)]
+pub(crate) fn series(spec: &Spec) -> &[Series] {
+    match &spec.figure.body {
+        Body::Series(s) => s,
+        Body::Bars(_) => panic!("{} has bars", spec.stem),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,13 +588,6 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].starts_with("No utilisation figure"), "{notes:?}");
         assert!(notes[1].contains("no batch jobs"), "{notes:?}");
-    }
-
-    fn series(spec: &Spec) -> &[Series] {
-        match &spec.figure.body {
-            Body::Series(s) => s,
-            Body::Bars(_) => panic!("{} has bars", spec.stem),
-        }
     }
 
     #[test]

@@ -104,6 +104,17 @@ struct Pooled {
     metrics: Vec<(f64, f64, f64)>,
 }
 
+impl Pooled {
+    /// The row's first cells, the same in both views: policy, online job, runs.
+    fn head(&self) -> Vec<Cell> {
+        vec![
+            self.policy.clone().into(),
+            self.job.clone().into(),
+            Cell::Int(self.runs as i64),
+        ]
+    }
+}
+
 /// The rows of the table, policies in order, each policy's jobs then its total.
 fn pooled(runs: &[Run]) -> Vec<Pooled> {
     let jobs = job_names(runs);
@@ -181,11 +192,7 @@ pub fn table3_table(runs: &[Run]) -> Table {
         }
     }
     for row in pooled(runs) {
-        let mut cells: Vec<Cell> = vec![
-            row.policy.into(),
-            row.job.into(),
-            Cell::Int(row.runs as i64),
-        ];
+        let mut cells = row.head();
         for (mean, lo, hi) in row.metrics {
             cells.extend([mean.into(), lo.into(), hi.into()]);
         }
@@ -205,11 +212,7 @@ pub fn table3_view(runs: &[Run]) -> Table {
         &labels,
     );
     for row in pooled(runs) {
-        let mut cells: Vec<Cell> = vec![
-            row.policy.into(),
-            row.job.into(),
-            Cell::Int(row.runs as i64),
-        ];
+        let mut cells = row.head();
         for (mean, lo, hi) in row.metrics {
             let (m, l, h) = (shown(&mean.into()), shown(&lo.into()), shown(&hi.into()));
             cells.push(if row.runs > 1 {

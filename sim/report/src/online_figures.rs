@@ -248,6 +248,7 @@ fn violations(runs: &[Run]) -> Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figures::series;
     use dlsim_plot::Series;
     use polars::prelude::*;
     use std::path::PathBuf;
@@ -314,13 +315,6 @@ mod tests {
             assert_eq!(strays.outside, 0, "{}: drawn outside its axes", s.stem);
         }
         assert!(specs[0].caption.contains("summed over a run's online jobs"));
-    }
-
-    fn series(spec: &Spec) -> &[Series] {
-        match &spec.figure.body {
-            Body::Series(s) => s,
-            Body::Bars(_) => panic!("{} has bars", spec.stem),
-        }
     }
 
     #[test]

@@ -55,19 +55,7 @@ fn report_html_shows_every_figure_inside_its_axes_in_chromium() {
         return;
     }
     let dir = scratch("browser");
-    crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
-    let (a, b) = (dir.join("static"), dir.join("slower"));
-    for out in [&a, &b] {
-        let o = dlsim(&[
-            "replay",
-            path_str(&dir.join("tiny.json")),
-            "--out",
-            path_str(out),
-            "--quiet",
-            "--trace-observations",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    let [a, b] = crate::report::two_tiny_runs(&dir, ["static", "slower"], true);
     crate::report::relabel_slower(&b, "slower");
     let out = dir.join("report");
     let o = dlsim(&[

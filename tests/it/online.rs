@@ -478,22 +478,33 @@ fn colocated_services_throttle_online_workers() {
     );
 }
 
+/// `scenarios/mixed-antgroup.json` replayed once under `static+hpa,dlrover+kale` (one
+/// `replay --policy a,b` folder), shared by the tests that read it (this module's and the
+/// report's): the replay takes seconds in the debug build.
+pub(crate) fn mixed_runs() -> &'static Path {
+    static RUNS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| {
+        let out = scratch("online-mixed").join("out");
+        let o = dlsim(&[
+            "replay",
+            path_str(&repo().join("scenarios/mixed-antgroup.json")),
+            "--policy",
+            "static+hpa,dlrover+kale",
+            "--out",
+            path_str(&out),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    })
+}
+
 /// The mixed scenario (the quickstart's batch day beside three online jobs, co-located
 /// services, added GPU nodes) replays end to end under composed specs: one run folder per
 /// spec with batch and online outputs, and the Table 3 comparison naming each spec.
 #[test]
 fn the_mixed_scenario_replays_end_to_end_under_composed_specs() {
-    let out = scratch("online-mixed").join("out");
-    let o = dlsim(&[
-        "replay",
-        path_str(&repo().join("scenarios/mixed-antgroup.json")),
-        "--policy",
-        "static+hpa,dlrover+kale",
-        "--out",
-        path_str(&out),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let out = mixed_runs();
     for run in ["static-hpa", "dlrover-kale"] {
         let dir = out.join(run);
         let s: serde_json::Value =

@@ -11,7 +11,7 @@
 //! report has none.
 
 use crate::support::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Relabels the run in `dir` as `policy` and makes every completed job 50% slower.
 pub(crate) fn relabel_slower(dir: &Path, policy: &str) {
@@ -36,23 +36,34 @@ pub(crate) fn relabel_slower(dir: &Path, policy: &str) {
     std::fs::write(dir.join("jobs.csv"), out).unwrap();
 }
 
+/// Two replays of the tiny sweep's scenario into `dir/<names[0]>` and `dir/<names[1]>`
+/// (with the profiler's observations when `observations`): the setup of the report tests.
+pub(crate) fn two_tiny_runs(dir: &Path, names: [&str; 2], observations: bool) -> [PathBuf; 2] {
+    crate::sweep::tiny_sweep(dir, r#"["static"]"#);
+    let tiny = dir.join("tiny.json");
+    names.map(|name| {
+        let out = dir.join(name);
+        let mut args = vec![
+            "replay",
+            path_str(&tiny),
+            "--out",
+            path_str(&out),
+            "--quiet",
+        ];
+        if observations {
+            args.push("--trace-observations");
+        }
+        let o = dlsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    })
+}
+
 #[test]
 fn two_policy_report_has_every_table_and_figure() {
     let dir = scratch("report");
-    crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
-    let (a, b) = (dir.join("static"), dir.join("slower"));
-    for out in [&a, &b] {
-        let o = dlsim(&[
-            "replay",
-            path_str(&dir.join("tiny.json")),
-            "--out",
-            path_str(out),
-            "--quiet",
-            // The throughput figure draws what the profiler saw.
-            "--trace-observations",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    // The throughput figure draws what the profiler saw.
+    let [a, b] = two_tiny_runs(&dir, ["static", "slower"], true);
     relabel_slower(&b, "slower");
     let out = dir.join("report");
     let o = dlsim(&[
@@ -157,18 +168,7 @@ fn two_policy_report_has_every_table_and_figure() {
 #[test]
 fn runs_of_different_scenarios_are_not_pooled() {
     let dir = scratch("report-mixed");
-    crate::sweep::tiny_sweep(&dir, r#"["static"]"#);
-    let (a, b) = (dir.join("a"), dir.join("b"));
-    for out in [&a, &b] {
-        let o = dlsim(&[
-            "replay",
-            path_str(&dir.join("tiny.json")),
-            "--out",
-            path_str(out),
-            "--quiet",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    let [a, b] = two_tiny_runs(&dir, ["a", "b"], false);
     let path = b.join("summary.json");
     let mut summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -370,19 +370,9 @@ fn online_only_report_has_the_table3_table_and_the_online_figures() {
 #[test]
 fn mixed_report_has_the_batch_and_the_online_sections() {
     let dir = scratch("report-mixed-scenario");
-    let runs = dir.join("runs");
-    let o = dlsim(&[
-        "replay",
-        path_str(&repo().join("scenarios/mixed-antgroup.json")),
-        "--policy",
-        "static+hpa,dlrover+kale",
-        "--out",
-        path_str(&runs),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = crate::online::mixed_runs();
     let out = dir.join("report");
-    let o = dlsim(&["report", path_str(&runs), "--out", path_str(&out)]);
+    let o = dlsim(&["report", path_str(runs), "--out", path_str(&out)]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Deltas against the composed spec whose cluster policy is `static`.
     assert!(stdout(&o).contains("vs static+hpa"), "{}", stdout(&o));

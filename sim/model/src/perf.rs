@@ -270,9 +270,15 @@ pub fn job_perf_detail(
         // and on one core the worker-side intercepts: `b_grad`, `b_emb` (de-duplicating the
         // batch's IDs and gathering the returned rows) and `b_upd` (packing the sparse
         // gradients). The dense sync is a transfer over the network the scenario states, not
-        // CPU work (the contract keeps its factor 1 for the same reason).
+        // CPU work (the contract keeps its factor 1 for the same reason). A job without PS
+        // (all-reduce) has no lookup or push, so no such intercepts either.
         let parallel = p.a_grad * x.batch * (c.cpu / c.cores);
-        let serial = p.b_grad + p.b_emb + p.b_upd;
+        let lookup_and_push = if ps.is_empty() {
+            0.0
+        } else {
+            p.b_emb + p.b_upd
+        };
+        let serial = p.b_grad + lookup_and_push;
         detail
             .worker_cpu_used
             .push(((parallel + serial) / period).min(c.cpu));
@@ -497,6 +503,26 @@ mod tests {
         // A PS per round: w pushes and w lookups of its eighth of the rows.
         let ps = (p.a_upd * 24.0 + 24.0 * p.a_emb * 512.0 * 16.0) / 8.0;
         assert!((ps_busy * 16.0 - ps / t).abs() < 1e-9);
+    }
+
+    /// An all-reduce job (no PS) does no lookups or pushes: its workers' CPU is the
+    /// gradient's work alone.
+    #[test]
+    fn a_job_without_ps_spends_no_cpu_on_lookups() {
+        let p = default_params(ModelKind::WideDeep);
+        let x = inputs(4.0, 0.0, 8.0, 1.0);
+        let workers = vec![
+            WorkerCond {
+                cpu: 8.0,
+                cores: 8.0,
+                gpus: 0.0
+            };
+            4
+        ];
+        let (_, d) = job_perf_detail(&p, &x, &workers, &[], false);
+        let t = iteration_time(&p, &x).total_s();
+        let work = p.a_grad * 512.0 + p.b_grad;
+        assert!((d.worker_cpu_used[0] - work / t).abs() < 1e-12, "{d:?}");
     }
 
     /// Fan-in: a PS serves every worker's lookups and applies every push, so with the

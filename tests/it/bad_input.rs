@@ -236,18 +236,18 @@ fn malformed_calibration_file_is_rejected() {
 
 #[test]
 fn a_seed_override_that_generates_an_unplaceable_job_is_rejected() {
-    // Seed 2 of this generated workload has no GPU job and loads; seed 1 draws one on a
-    // cluster without GPUs, so `--seed 1` must fail like a scenario file with seed 1.
+    // Seed 5 of this generated workload has no GPU job and loads; seed 2 draws one on a
+    // cluster without GPUs, so `--seed 2` must fail like a scenario file with seed 2.
     let dir = scratch("bad-seed-override");
     let scenario = write_scenario(
         &dir,
-        r#"{ "seed": 2, "generate": { "days": 0.05, "jobs_per_day": 200, "gpu_job_fraction": 0.2 },
+        r#"{ "seed": 5, "generate": { "days": 0.05, "jobs_per_day": 200, "gpu_job_fraction": 0.2 },
   "cluster": { "groups": [ { "count": 4, "cores": 64, "mem_gb": 256 } ] } }"#,
     );
     assert_rejected(
         &dir,
         &scenario,
-        &["--seed", "1"],
-        &["scenario.json:1", "worker_gpu", "--seed 1"],
+        &["--seed", "2"],
+        &["scenario.json:1", "worker_gpu", "--seed 2"],
     );
 }

@@ -264,6 +264,84 @@ fn stragglers_are_the_pods_on_slow_nodes() {
     }
 }
 
+/// Slow spells come and go (`slow_spell_h`): the node is slow part of the time, its pods
+/// slow down and recover with it, so a long job takes longer than when healthy and less
+/// than on a node slow for good; the same spells for every policy (keyed draws).
+#[test]
+fn slow_spells_slow_a_long_job_part_of_the_time() {
+    let spec = JobSpec {
+        steps: 2_000_000,
+        ..job(4, 2)
+    };
+    let slow = |fraction: f64, spell_h: f64| FaultConfig {
+        slow_node_fraction: fraction,
+        slow_spell_h: spell_h,
+        straggler_cpu_ratio: 0.25,
+        ..no_faults()
+    };
+    let healthy = jct_s(&scenario(spec.clone(), no_faults(), no_checkpoints()));
+    let always = jct_s(&scenario(spec.clone(), slow(1.0, 0.0), no_checkpoints()));
+    let spells = scenario(spec, slow(0.5, 0.25), no_checkpoints());
+    let part = jct_s(&spells);
+    assert!(
+        healthy * 1.1 < part && part < always * 0.9,
+        "healthy {healthy} < spells {part} < always slow {always}"
+    );
+    // With half the time slow at a quarter of the speed, the work takes the time that
+    // makes the time-average rate the mean of the two: 2k/(k+1) x healthy for a k-fold
+    // slowdown, within the randomness of about 90 quarter-hour spells.
+    let k = always / healthy;
+    let expect = 2.0 * k / (k + 1.0) * healthy;
+    assert!(
+        (part - expect).abs() < 0.2 * expect,
+        "spells {part} vs about {expect}"
+    );
+    let dynamic = dlsim_model::run(
+        &spells,
+        dlsim_policies::build("static[sharding=dynamic]").unwrap(),
+    );
+    let j = &dynamic.world.jobs[0];
+    let ended = (j.ended_at().unwrap() - j.request().submit).as_secs_f64();
+    assert!(
+        (ended - part).abs() < 0.01 * part,
+        "one worker per node is one pooled speed: the same spells, the same JCT ({ended} vs {part})"
+    );
+}
+
+/// `jobs.csv`'s `seen_straggler` is slow training (DLRover-RM Table 4): a worker cut to 3%
+/// holds a statically partitioned job to its pace, which the monitor reports, while with
+/// dynamic sharding the other seven take its shards and the job trains at 7/8 of its pace.
+#[test]
+fn a_straggler_is_slow_training_only_where_it_holds_the_job_back() {
+    let spec = JobSpec {
+        steps: 300_000,
+        ..job(8, 2)
+    };
+    let faults = FaultConfig {
+        slow_pods: vec![dlsim_model::faults::SlowPod {
+            job: 0,
+            role: Role::Worker,
+            index: 3,
+            cpu_ratio: 0.03,
+        }],
+        ..no_faults()
+    };
+    let s = scenario(spec, faults, no_checkpoints());
+    let seen = |policy: &str| {
+        let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());
+        let csv = &out.jobs_csv;
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = header.iter().position(|&h| h == "seen_straggler").unwrap();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        row[col] == "1"
+    };
+    assert!(seen("static"), "static partitioning waits for the slow worker");
+    assert!(
+        !seen("static[sharding=dynamic]"),
+        "dynamic sharding is not slowed by one slow worker of eight"
+    );
+}
+
 #[test]
 fn hot_ps_bounds_the_job_by_its_largest_share() {
     let mut spec = job(8, 2);

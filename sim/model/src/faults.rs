@@ -21,6 +21,14 @@ pub struct FaultConfig {
     /// slow nodes. Every pod placed on a slow node, worker or PS, is a straggler there;
     /// replacing it on the same node does not help, moving it elsewhere does.
     pub slow_node_fraction: f64,
+    /// Mean length of a slow spell, hours; 0 (the default) keeps a slow node slow for the
+    /// whole run. Above 0 every node alternates between exponential normal and slow spells
+    /// (a noisy neighbour comes and goes), with means `slow_spell_h` and
+    /// `slow_spell_h (1 - f) / f`, `f` = `slow_node_fraction`, so that a share `f` of the
+    /// nodes is slow at any time; which nodes, and when, is drawn per node (stream
+    /// `slow-spell`, keyed by node and spell), the same for every policy. A pod is slow while
+    /// its node is.
+    pub slow_spell_h: f64,
     /// A pod on a slow node gets this fraction of its requested CPU.
     pub straggler_cpu_ratio: f64,
     /// Pods of a job's first launch whose CPU is cut by hand, as the papers' experiments
@@ -182,6 +190,7 @@ impl Default for FaultConfig {
         FaultConfig {
             pod_failure_per_day: 0.015,
             slow_node_fraction: 0.0,
+            slow_spell_h: 0.0,
             slow_pods: Vec::new(),
             straggler_cpu_ratio: 0.25,
             hot_ps_prob: 0.0,
@@ -230,6 +239,10 @@ impl FaultConfig {
         check(
             "faults.hot_ps_load_factor",
             in_range(self.hot_ps_load_factor, 1.0, 1e6),
+        )?;
+        check(
+            "faults.slow_spell_h",
+            off_or_in_range(self.slow_spell_h, 1e-3, MAX_TIME_S / 3_600.0),
         )?;
         check(
             "faults.node_mtbf_days",

@@ -389,8 +389,8 @@ fn job_row(out: &mut String, j: &Job) {
         opt_f(ratio(u.role_cpu_used_core_s[1], u.role_cpu_alloc_core_s[1])),
         opt_f(ratio(u.role_mem_used_mb_s[0], u.role_mem_alloc_mb_s[0])),
         opt_f(ratio(u.role_mem_used_mb_s[1], u.role_mem_alloc_mb_s[1])),
-        u8::from(j.seen_hot_ps),
-        u8::from(j.seen_straggler),
+        u8::from(j.seen_hot_ps.seen()),
+        u8::from(j.seen_straggler.seen()),
         j.launched.map(|c| c.workers.to_string()).unwrap_or_default(),
         j.launched.map(|c| c.ps.to_string()).unwrap_or_default(),
         // Seconds from the start of training to the last elastic change (0: never changed).

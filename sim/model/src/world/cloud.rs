@@ -1,6 +1,8 @@
 //! Faults of a shared cloud beyond single pods: node failures (exponential lifetimes with
 //! mean `faults.node_mtbf_days`, repaired after `faults.node_repair_h`; every pod on a
-//! failed node fails), and co-located high-priority services whose diurnal demand evicts
+//! failed node fails), slow spells of nodes (`faults.slow_spell_h`; batch pods on the node
+//! slow down and recover with it, while an online pod keeps the speed of its node at
+//! placement: a simplification of the online world), and co-located high-priority services whose diurnal demand evicts
 //! or throttles training pods (`faults.colocation`).
 //!
 //! Simplifications: the services' demand is a smooth daily curve times per-node noise,
@@ -26,6 +28,8 @@ pub(super) struct CloudState {
     streams: RngStreams,
     /// Per node: lifetimes drawn so far, the key of its next draw.
     node_lifetimes: Vec<u32>,
+    /// Per node: slow or normal spells drawn so far, the key of its next draw.
+    slow_spells: Vec<u32>,
     coloc_rng: SimRng,
     /// Nodes that host co-located services, in index order.
     coloc_nodes: Vec<usize>,
@@ -41,6 +45,7 @@ impl CloudState {
         let mut state = CloudState {
             streams: *streams,
             node_lifetimes: vec![0; nodes],
+            slow_spells: vec![0; nodes],
             coloc_rng: streams.stream("colocation"),
             coloc_nodes: Vec::new(),
         };
@@ -74,7 +79,87 @@ impl CloudState {
     }
 }
 
+/// Whether nodes alternate between slow and normal spells (`faults.slow_spell_h`): only
+/// when some but not every node is slow at a time.
+pub(super) fn slow_spells(faults: &FaultConfig) -> bool {
+    faults.slow_spell_h > 0.0 && faults.slow_node_fraction > 0.0 && faults.slow_node_fraction < 1.0
+}
+
+impl CloudState {
+    /// The length of node `n`'s next spell, `slow` or normal (exponential, with the means
+    /// of `faults.slow_spell_h`), keyed by the node and how many spells it drew before
+    /// (stream `slow-spell`), so every policy meets the same slow spells.
+    pub(super) fn spell_length(&mut self, faults: &FaultConfig, n: usize, slow: bool) -> SimTime {
+        let k = self.slow_spells[n];
+        self.slow_spells[n] += 1;
+        let f = faults.slow_node_fraction;
+        let mean_h = if slow {
+            faults.slow_spell_h
+        } else {
+            faults.slow_spell_h * (1.0 - f) / f
+        };
+        let u: f64 = self
+            .streams
+            .keyed("slow-spell", &[n as u64, u64::from(k)])
+            .gen::<f64>()
+            .max(f64::MIN_POSITIVE);
+        // At least a second, so that a node never toggles twice at one instant.
+        SimTime::from_secs_f64_ceil((-u.ln() * mean_h * 3_600.0).max(1.0))
+    }
+}
+
 impl World {
+    /// Queues the end of every node's first spell (the state drawn at the start is
+    /// stationary, and spells are memoryless, so the first one's remainder has the same
+    /// law as a whole spell).
+    pub(super) fn start_slow_spells(&mut self, queue: &mut EventQueue<Event>) {
+        if !slow_spells(&self.faults) {
+            return;
+        }
+        for n in 0..self.slow_nodes.len() {
+            let len = self.cloud.spell_length(&self.faults, n, self.slow_nodes[n]);
+            queue.push(len, Event::SlowSpell(n));
+        }
+    }
+
+    /// Node `n`'s spell ended: it turns slow or back to normal, and so does every pod on it.
+    pub(super) fn slow_spell_ended(
+        &mut self,
+        now: SimTime,
+        n: usize,
+        queue: &mut EventQueue<Event>,
+    ) {
+        if self.unfinished == 0 {
+            return;
+        }
+        let slow = !self.slow_nodes[n];
+        self.slow_nodes[n] = slow;
+        let len = self.cloud.spell_length(&self.faults, n, slow);
+        queue.push(now.saturating_add(len), Event::SlowSpell(n));
+        let factor = if slow {
+            self.faults.straggler_cpu_ratio
+        } else {
+            1.0
+        };
+        let mut touched = BTreeSet::new();
+        for p in self.pods_on(n) {
+            let j = self.pods[p].job;
+            if touched.insert(j) {
+                self.jobs[j].advance(now, &mut self.pods);
+            }
+            self.pods[p].cpu_factor = factor;
+        }
+        for j in touched {
+            if self.jobs[j]
+                .pods
+                .iter()
+                .any(|&p| self.pods[p].state == PodState::Running)
+            {
+                self.refresh_rate(now, j, queue);
+            }
+        }
+    }
+
     /// Placed pods on node `n`, in pod order.
     fn pods_on(&self, n: usize) -> Vec<usize> {
         self.on_node[n].keys().copied().collect()

@@ -71,6 +71,8 @@ pub enum Event {
     NodeRepair(usize),
     /// Co-located services' demand is re-evaluated on every node that hosts them.
     Colocation,
+    /// Node `0`'s slow or normal spell ended (`faults.slow_spell_h`).
+    SlowSpell(usize),
     /// A stop-and-restart finished saving its checkpoint, if the job was not restarted.
     StopSaved {
         job: usize,
@@ -302,6 +304,7 @@ impl World {
             online,
         };
         world.online_start(queue);
+        world.start_slow_spells(queue);
         world
     }
 
@@ -824,6 +827,8 @@ impl World {
         if !training {
             job.running.rate = 0.0;
             job.running.perf = None;
+            job.seen_hot_ps.observe(now, false);
+            job.seen_straggler.observe(now, false);
             return;
         }
         let pooled = job.sharding == Sharding::Dynamic;
@@ -840,27 +845,32 @@ impl World {
                 ledger.join(p);
             }
         }
+        let mut hot = false;
         for (&p, &cpu) in ps_ids.iter().zip(&detail.ps_cpu_used) {
             self.pods[p].cpu_used = cpu;
-            if cpu >= crate::job::HOT_PS_UTIL * self.pods[p].request.cpu_cores() {
-                job.seen_hot_ps = true;
-            }
+            hot |= cpu >= crate::job::HOT_PS_UTIL * self.pods[p].request.cpu_cores();
         }
+        job.seen_hot_ps.observe(now, hot);
         let speeds = &detail.worker_speed;
         let (slowest, fastest) = speeds.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
             (lo.min(v), hi.max(v))
         });
-        // The median is at most the fastest: no straggler unless the slowest is below 0.8 of
-        // it, the usual case, which then needs no sort.
-        if speeds.len() >= 2
-            && !job.seen_straggler
-            && slowest < crate::job::STRAGGLER_RATE * fastest
-        {
+        // Slow training from a straggler (DLRover-RM Table 4's "slow training: worker
+        // straggler"): a worker below 0.8 of the median worker's speed that holds the job
+        // below 0.8 of what its workers would make at the median speed. Under static
+        // partitioning the job runs at its slowest worker's pace, so every straggler does;
+        // with dynamic sharding the others take its shards, so only one that removes a
+        // large share of the job's workers does. The median is at most the fastest: no
+        // straggler unless the slowest is below 0.8 of it, the usual case, which then needs
+        // no sort.
+        let straggling = speeds.len() >= 2 && slowest < crate::job::STRAGGLER_RATE * fastest && {
             let mut rates = speeds.clone();
             rates.sort_by(f64::total_cmp);
             let median = crate::metrics::quantile(&rates, 0.5);
-            job.seen_straggler = rates[0] < crate::job::STRAGGLER_RATE * median;
-        }
+            rates[0] < crate::job::STRAGGLER_RATE * median
+                && jp.rate < crate::job::STRAGGLER_RATE * median * rates.len() as f64
+        };
+        job.seen_straggler.observe(now, straggling);
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
             queue.push(now, Event::Oom { job: j, generation });
@@ -908,6 +918,8 @@ impl World {
             self.pods[p].state = PodState::Finished;
         }
         let job = &mut self.jobs[j];
+        job.seen_hot_ps.close(now);
+        job.seen_straggler.close(now);
         job.end(outcome, Some(now));
         if outcome == Outcome::Completed {
             if let Some(ledger) = job.ledger.as_mut() {
@@ -1138,6 +1150,7 @@ impl dlsim_engine::World for World {
             Event::NodeFail(n) => self.node_failed(now, n, queue),
             Event::NodeRepair(n) => self.node_repaired(now, n, queue),
             Event::Colocation => self.colocation(now, queue),
+            Event::SlowSpell(n) => self.slow_spell_ended(now, n, queue),
             Event::StopSaved { job, epoch } => {
                 if self.live(job, |j| j.life.epoch() == epoch) {
                     self.stop_saved(now, job, queue);

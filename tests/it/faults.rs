@@ -335,7 +335,10 @@ fn a_straggler_is_slow_training_only_where_it_holds_the_job_back() {
         let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
         row[col] == "1"
     };
-    assert!(seen("static"), "static partitioning waits for the slow worker");
+    assert!(
+        seen("static"),
+        "static partitioning waits for the slow worker"
+    );
     assert!(
         !seen("static[sharding=dynamic]"),
         "dynamic sharding is not slowed by one slow worker of eight"

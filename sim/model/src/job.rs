@@ -638,10 +638,16 @@ mod tests {
         hot.observe(min(0), true);
         hot.observe(min(5), true); // still the same spell
         hot.observe(min(9), false);
-        assert!(!hot.seen(), "a 9-min spell is fixed before the monitor alerts");
+        assert!(
+            !hot.seen(),
+            "a 9-min spell is fixed before the monitor alerts"
+        );
         hot.observe(min(20), true);
         hot.close(min(29));
-        assert!(!hot.seen(), "a spell cut short by the job's end does not count");
+        assert!(
+            !hot.seen(),
+            "a spell cut short by the job's end does not count"
+        );
         hot.observe(min(30), true);
         hot.observe(min(40), false);
         assert!(hot.seen(), "a 10-min spell counts");

@@ -55,6 +55,12 @@ pub fn batch(seed: u64) -> Value {
     if let Some(h) = horizon {
         s["horizon_s"] = h.into();
     }
+    // Half the draws have nodes slow in spells rather than for the whole run, from their
+    // own stream so the rest of the draw stays as it was.
+    let mut srng = RngStreams::new(seed).stream("swarm-batch-slow-spells");
+    if srng.gen_bool(0.5) {
+        s["faults"]["slow_spell_h"] = srng.gen_range(0.05..6.0).into();
+    }
     // A quarter of the draws put online jobs beside the batch ones (issue #19), from
     // their own stream so the batch draw stays as it was.
     let mut orng = RngStreams::new(seed).stream("swarm-batch-online");

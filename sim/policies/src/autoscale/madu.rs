@@ -84,9 +84,12 @@ impl Autoscaler for Madu {
         Some(((peak / cap).ceil() as u32).clamp(1, view.max_workers))
     }
     fn report(&self) -> serde_json::Value {
-        serde_json::json!({
-            "forecaster": self.forecaster.kind(),
-            "capacity_sps_per_gpu": self.capacity,
-        })
+        let mut r = serde_json::json!({ "forecaster": self.forecaster.kind() });
+        // The capacity is known from the first decision on (or the spec); a job that ended
+        // before any (its pods never came up) has none to report, rather than a null.
+        if let Some(c) = self.capacity {
+            r["capacity_sps_per_gpu"] = c.into();
+        }
+        r
     }
 }

@@ -227,3 +227,46 @@ fn a_preloaded_history_warm_starts_the_first_job() {
     let r = cold.launches[0];
     assert_eq!((r.workers, r.ps, r.worker_cpu, r.ps_cpu), (2, 1, 4.0, 4.0));
 }
+
+/// A warm start asks for more than the user only from capacity the cluster can give now
+/// (free, less pending pods and a 10% reserve, the greedy's budget): of two jobs arriving
+/// together on a 160-core node, the first copies the 132-core history entry and the second,
+/// which would not fit beside it, starts as its user asked.
+#[test]
+fn a_warm_start_beyond_the_request_needs_free_capacity() {
+    let dir = scratch("dlrover-history-admit");
+    let history = dir.join("jobs.csv");
+    std::fs::write(
+        &history,
+        "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim\n\
+         7,u,wide_deep,completed,12,3,8,8192,0,12,16384,50000000,512,40,16\n",
+    )
+    .unwrap();
+    let first = cold_wide_deep();
+    let second = JobSpec {
+        id: 1,
+        ..first.clone()
+    };
+    let mut s = scenario(first, no_faults(), RecoveryConfig::default());
+    s.jobs = vec![s.jobs[0].clone(), second].into();
+    s.nodes = vec![dlsim_model::Node::new(
+        "n0".into(),
+        dlsim_model::Resources::new(160.0, 4 << 20, 0),
+        String::new(),
+    )];
+    s.file.horizon_s = Some(600);
+    let log = Arc::new(Mutex::new(Log::default()));
+    let recorder = Recorder {
+        inner: dlsim_policies::build(&format!("dlrover[history={}]", history.display())).unwrap(),
+        log: log.clone(),
+    };
+    dlsim_model::run(&s, Box::new(recorder));
+    let launches = log.lock().unwrap().launches.clone();
+    let shape = |c: &JobConfig| (c.workers, c.ps, c.worker_cpu, c.ps_cpu);
+    assert_eq!(
+        shape(&launches[0]),
+        (12, 3, 8.0, 12.0),
+        "the history's config"
+    );
+    assert_eq!(shape(&launches[1]), (2, 1, 4.0, 4.0), "the user's request");
+}

@@ -33,7 +33,9 @@
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
 //!    (default 4) times its request (a warm start may begin above it: it copies similar
-//!    jobs' final configurations; ARCHITECTURE.md says why it is not capped), 10% of the
+//!    jobs' final configurations; ARCHITECTURE.md says why it is not capped, but what it
+//!    asks beyond the request must fit the capacity the greedy would hand out now, else the
+//!    job starts as requested: [`admits_beyond_request`]), 10% of the
 //!    cluster is kept free for arrivals, and a job whose last plan changed nothing is
 //!    re-planned less often (up to every 4 intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
@@ -496,10 +498,11 @@ impl Policy for Dlrover {
         Some(SimTime::from_secs(self.interval_s))
     }
 
-    fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
+    fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
         let config = if self.warm_start {
             self.db
                 .warm_config(job, self.mu)
+                .filter(|c| admits_beyond_request(c, &job.request.requested, view))
                 .unwrap_or(job.request.requested)
         } else {
             job.request.requested
@@ -625,6 +628,25 @@ impl Policy for Dlrover {
         }
         actions
     }
+}
+
+/// Whether the cluster can give a warm start what it asks beyond the user's request: the
+/// extra CPU and memory must fit the capacity the cluster-level greedy would hand out now
+/// (free, less pending pods, less a 10% reserve; Eq. 11-14's budget). A warm start is a
+/// plan like any other, and the cluster brain that makes it sees the cluster; when the
+/// extra does not fit, the job starts as the user asked and stage 2 grows it as capacity
+/// frees. Without this a saturated cluster (an imported HPC trace, a production peak)
+/// queued every job behind copies of larger ones.
+fn admits_beyond_request(c: &JobConfig, requested: &JobConfig, view: &ClusterView<'_>) -> bool {
+    let (want, asked) = (c.total(), requested.total());
+    let extra_cpu = want.cpu_cores() - asked.cpu_cores();
+    let extra_mem = want.mem_mb as f64 - asked.mem_mb as f64;
+    let free_cpu =
+        view.free.cpu_cores() - view.pending.cpu_cores() - 0.1 * view.capacity.cpu_cores();
+    let free_mem = view.free.mem_mb as f64
+        - view.pending.mem_mb as f64
+        - 0.1 * view.capacity.mem_mb as f64;
+    (extra_cpu <= 0.0 || extra_cpu <= free_cpu) && (extra_mem <= 0.0 || extra_mem <= free_mem)
 }
 
 #[cfg(test)]

@@ -197,15 +197,19 @@ fn cold_start_reaches_the_best_static_throughput_within_15_minutes() {
     }
 }
 
+/// A warm-start history (`jobs.csv` columns) with one completed Wide&Deep job of 132 cores.
+const WIDE_DEEP_HISTORY: &str = "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim\n\
+     7,u,wide_deep,completed,12,3,8,8192,0,12,16384,50000000,512,40,16\n";
+
 #[test]
 fn a_preloaded_history_warm_starts_the_first_job() {
     let dir = scratch("dlrover-history");
     let history = dir.join("jobs.csv");
     std::fs::write(
         &history,
-        "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim\n\
-         7,u,wide_deep,completed,12,3,8,8192,0,12,16384,50000000,512,40,16\n\
-         8,u,xdeepfm,completed,40,2,16,8192,0,4,16384,50000000,512,40,16\n",
+        format!(
+            "{WIDE_DEEP_HISTORY}8,u,xdeepfm,completed,40,2,16,8192,0,4,16384,50000000,512,40,16\n"
+        ),
     )
     .unwrap();
     let spec = cold_wide_deep();
@@ -236,12 +240,7 @@ fn a_preloaded_history_warm_starts_the_first_job() {
 fn a_warm_start_beyond_the_request_needs_free_capacity() {
     let dir = scratch("dlrover-history-admit");
     let history = dir.join("jobs.csv");
-    std::fs::write(
-        &history,
-        "id,user,model,status,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,batch_size,dense_mb,emb_dim\n\
-         7,u,wide_deep,completed,12,3,8,8192,0,12,16384,50000000,512,40,16\n",
-    )
-    .unwrap();
+    std::fs::write(&history, WIDE_DEEP_HISTORY).unwrap();
     let first = cold_wide_deep();
     let second = JobSpec {
         id: 1,

@@ -14,7 +14,7 @@
 use super::recovery::Cause;
 use super::{Event, World};
 use crate::faults::{ColocationAction, FaultConfig};
-use crate::job::PodState;
+use crate::job::{Pod, PodState};
 use crate::Resources;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand::Rng;
@@ -141,13 +141,36 @@ impl World {
         } else {
             1.0
         };
+        self.set_node_pods(
+            now,
+            n,
+            queue,
+            |p| p.cpu_factor != factor,
+            |p| p.cpu_factor = factor,
+        );
+    }
+
+    /// Changes every pod on node `n` that `changes` picks with `apply`, after bringing its
+    /// job's usage integrals up to `now`, then refreshes the rate of each such job that has
+    /// a running pod.
+    fn set_node_pods(
+        &mut self,
+        now: SimTime,
+        n: usize,
+        queue: &mut EventQueue<Event>,
+        changes: impl Fn(&Pod) -> bool,
+        apply: impl Fn(&mut Pod),
+    ) {
         let mut touched = BTreeSet::new();
         for p in self.pods_on(n) {
+            if !changes(&self.pods[p]) {
+                continue;
+            }
             let j = self.pods[p].job;
             if touched.insert(j) {
                 self.jobs[j].advance(now, &mut self.pods);
             }
-            self.pods[p].cpu_factor = factor;
+            apply(&mut self.pods[p]);
         }
         for j in touched {
             if self.jobs[j]
@@ -270,26 +293,13 @@ impl World {
         } else {
             (left / alloc.cpu_milli as f64).clamp(MIN_THROTTLE, 1.0)
         };
-        let mut touched = BTreeSet::new();
-        for p in self.pods_on(n) {
-            if self.pods[p].throttle == factor {
-                continue;
-            }
-            let j = self.pods[p].job;
-            if touched.insert(j) {
-                self.jobs[j].advance(now, &mut self.pods);
-            }
-            self.pods[p].throttle = factor;
-        }
-        for j in touched {
-            if self.jobs[j]
-                .pods
-                .iter()
-                .any(|&p| self.pods[p].state == PodState::Running)
-            {
-                self.refresh_rate(now, j, queue);
-            }
-        }
+        self.set_node_pods(
+            now,
+            n,
+            queue,
+            |p| p.throttle != factor,
+            |p| p.throttle = factor,
+        );
         self.online_node_throttled(now, n, factor);
     }
 }

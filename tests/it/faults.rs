@@ -169,20 +169,25 @@ fn a_slow_node_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
     );
 }
 
+/// No faults but job 0's pod `index` of `role`, cut to `cpu_ratio` of its CPU by hand.
+fn one_slow_pod(role: Role, index: u32, cpu_ratio: f64) -> FaultConfig {
+    FaultConfig {
+        slow_pods: vec![dlsim_model::faults::SlowPod {
+            job: 0,
+            role,
+            index,
+            cpu_ratio,
+        }],
+        ..no_faults()
+    }
+}
+
 /// The papers' experiments cut one pod's CPU by hand: the pod is created smaller (the
 /// cluster and policies see it), the rest of the job is as configured, and the job slows.
 #[test]
 fn a_slow_pod_of_an_experiment_is_created_with_its_cut_cpu() {
     let spec = job(4, 2);
-    let faults = FaultConfig {
-        slow_pods: vec![dlsim_model::faults::SlowPod {
-            job: 0,
-            role: Role::Ps,
-            index: 1,
-            cpu_ratio: 0.25,
-        }],
-        ..no_faults()
-    };
+    let faults = one_slow_pod(Role::Ps, 1, 0.25);
     let s = scenario(spec.clone(), faults, no_checkpoints());
     let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
     let w = &out.world;
@@ -317,15 +322,7 @@ fn a_straggler_is_slow_training_only_where_it_holds_the_job_back() {
         steps: 300_000,
         ..job(8, 2)
     };
-    let faults = FaultConfig {
-        slow_pods: vec![dlsim_model::faults::SlowPod {
-            job: 0,
-            role: Role::Worker,
-            index: 3,
-            cpu_ratio: 0.03,
-        }],
-        ..no_faults()
-    };
+    let faults = one_slow_pod(Role::Worker, 3, 0.03);
     let s = scenario(spec, faults, no_checkpoints());
     let seen = |policy: &str| {
         let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());

@@ -330,6 +330,29 @@ pub fn ps_mem_mb(dense_mb: f64, emb_mb: f64, share: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// `n` identical CPU workers of `cores` cores each.
+    fn cpu_workers(n: usize, cores: f64) -> Vec<WorkerCond> {
+        vec![
+            WorkerCond {
+                cpu: cores,
+                cores,
+                gpus: 0.0,
+            };
+            n
+        ]
+    }
+
+    /// `n` PSes of `cores` cores each, holding equal shares.
+    fn even_ps(n: usize, cores: f64) -> Vec<PsCond> {
+        vec![
+            PsCond {
+                share: 1.0 / n as f64,
+                cores,
+            };
+            n
+        ]
+    }
+
     fn inputs(w: f64, p: f64, lw: f64, lp: f64) -> PerfInputs {
         PerfInputs {
             workers: w,
@@ -362,21 +385,8 @@ mod tests {
     fn job_perf_with_equal_pods_is_the_paper_formula() {
         let p = default_params(ModelKind::WideDeep);
         let x = inputs(24.0, 8.0, 3.0, 16.0);
-        let workers = vec![
-            WorkerCond {
-                cpu: 3.0,
-                cores: 3.0,
-                gpus: 0.0
-            };
-            24
-        ];
-        let ps = vec![
-            PsCond {
-                share: 1.0 / 8.0,
-                cores: 16.0
-            };
-            8
-        ];
+        let workers = cpu_workers(24, 3.0);
+        let ps = even_ps(8, 16.0);
         for pooled in [false, true] {
             let jp = job_perf(&p, &x, &workers, &ps, pooled);
             assert!((jp.rate - throughput(&p, &x)).abs() < 1e-9 * jp.rate);
@@ -387,14 +397,7 @@ mod tests {
     fn a_straggler_hurts_static_partitioning_more_than_dynamic_sharding() {
         let p = default_params(ModelKind::Xdeepfm);
         let x = inputs(8.0, 2.0, 20.0, 16.0);
-        let mut workers = vec![
-            WorkerCond {
-                cpu: 20.0,
-                cores: 20.0,
-                gpus: 0.0
-            };
-            8
-        ];
+        let mut workers = cpu_workers(8, 20.0);
         workers[0] = WorkerCond {
             cpu: 5.0,
             cores: 5.0,
@@ -422,21 +425,8 @@ mod tests {
     fn a_hot_ps_bounds_the_iteration() {
         let p = default_params(ModelKind::WideDeep);
         let x = inputs(24.0, 8.0, 3.0, 16.0);
-        let workers = vec![
-            WorkerCond {
-                cpu: 3.0,
-                cores: 3.0,
-                gpus: 0.0
-            };
-            24
-        ];
-        let even = vec![
-            PsCond {
-                share: 1.0 / 8.0,
-                cores: 16.0
-            };
-            8
-        ];
+        let workers = cpu_workers(24, 3.0);
+        let even = even_ps(8, 16.0);
         let mut hot = vec![
             PsCond {
                 share: 0.1,
@@ -469,21 +459,8 @@ mod tests {
 
     /// Used CPU / allocated CPU of one worker and one PS, with identical pods.
     fn busy_fractions(p: &ThroughputParams, x: &PerfInputs) -> (f64, f64) {
-        let workers = vec![
-            WorkerCond {
-                cpu: x.worker_cores,
-                cores: x.worker_cores,
-                gpus: 0.0,
-            };
-            x.workers as usize
-        ];
-        let ps = vec![
-            PsCond {
-                share: 1.0 / x.ps,
-                cores: x.ps_cores,
-            };
-            x.ps as usize
-        ];
+        let workers = cpu_workers(x.workers as usize, x.worker_cores);
+        let ps = even_ps(x.ps as usize, x.ps_cores);
         let (_, d) = job_perf_detail(p, x, &workers, &ps, false);
         (
             d.worker_cpu_used[0] / x.worker_cores,
@@ -511,14 +488,7 @@ mod tests {
     fn a_job_without_ps_spends_no_cpu_on_lookups() {
         let p = default_params(ModelKind::WideDeep);
         let x = inputs(4.0, 0.0, 8.0, 1.0);
-        let workers = vec![
-            WorkerCond {
-                cpu: 8.0,
-                cores: 8.0,
-                gpus: 0.0
-            };
-            4
-        ];
+        let workers = cpu_workers(4, 8.0);
         let (_, d) = job_perf_detail(&p, &x, &workers, &[], false);
         let t = iteration_time(&p, &x).total_s();
         let work = p.a_grad * 512.0 + p.b_grad;

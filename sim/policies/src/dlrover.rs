@@ -544,11 +544,7 @@ impl Policy for Dlrover {
                 }
             }
         }
-        // Free capacity: what nodes can still place, minus what pending pods will take.
-        let mut free_cpu = view.free.cpu_cores() - view.pending.cpu_cores();
-        let mut free_mem = view.free.mem_mb as f64 - view.pending.mem_mb as f64;
-        free_cpu -= 0.1 * view.capacity.cpu_cores();
-        free_mem -= 0.1 * view.capacity.mem_mb as f64;
+        let (mut free_cpu, mut free_mem) = greedy_budget(view);
         // Stage 2: candidates per job, then the weighted greedy across jobs (Eq. 11-14).
         let mut planned: Vec<&JobView<'_>> = Vec::new();
         for job in &jobs {
@@ -641,12 +637,19 @@ fn admits_beyond_request(c: &JobConfig, requested: &JobConfig, view: &ClusterVie
     let (want, asked) = (c.total(), requested.total());
     let extra_cpu = want.cpu_cores() - asked.cpu_cores();
     let extra_mem = want.mem_mb as f64 - asked.mem_mb as f64;
-    let free_cpu =
-        view.free.cpu_cores() - view.pending.cpu_cores() - 0.1 * view.capacity.cpu_cores();
-    let free_mem = view.free.mem_mb as f64
+    let (free_cpu, free_mem) = greedy_budget(view);
+    (extra_cpu <= 0.0 || extra_cpu <= free_cpu) && (extra_mem <= 0.0 || extra_mem <= free_mem)
+}
+
+/// The CPU cores and memory (MB) the cluster-level greedy may hand out now: what nodes can
+/// still place, less what pending pods will take, less 10% of the cluster kept for
+/// arrivals.
+fn greedy_budget(view: &ClusterView<'_>) -> (f64, f64) {
+    let cpu = view.free.cpu_cores() - view.pending.cpu_cores() - 0.1 * view.capacity.cpu_cores();
+    let mem = view.free.mem_mb as f64
         - view.pending.mem_mb as f64
         - 0.1 * view.capacity.mem_mb as f64;
-    (extra_cpu <= 0.0 || extra_cpu <= free_cpu) && (extra_mem <= 0.0 || extra_mem <= free_mem)
+    (cpu, mem)
 }
 
 #[cfg(test)]

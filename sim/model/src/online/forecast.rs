@@ -172,14 +172,20 @@ impl HoltWinters {
 }
 
 /// MAPE (%) of each forecaster predicting `lead` minutes ahead, scored every `every`
-/// minutes after the first day. `observed` is the per-minute rate the run saw.
-pub fn evaluate(observed: &[f64], lead: usize, every: usize) -> Vec<(ForecasterKind, f64)> {
+/// minutes from minute `from` on and after the first day. `observed` is the per-minute rate
+/// the job saw (history, then the run, which starts at `from`).
+pub fn evaluate(
+    observed: &[f64],
+    from: usize,
+    lead: usize,
+    every: usize,
+) -> Vec<(ForecasterKind, f64)> {
     ForecasterKind::ALL
         .iter()
         .map(|&k| {
             let mut f = Forecaster::new(k);
             let (mut actual, mut pred) = (Vec::new(), Vec::new());
-            let mut t = DAY_MIN;
+            let mut t = DAY_MIN.max(from);
             while t + lead < observed.len() {
                 let fc = f.forecast(&observed[..t], lead + 1, &observed[t..]);
                 actual.push(observed[t + lead]);
@@ -212,7 +218,7 @@ mod tests {
     #[test]
     fn seasonal_forecasters_learn_a_clean_daily_cycle() {
         let obs = daily(3 * DAY_MIN);
-        let scores = evaluate(&obs, 10, 30);
+        let scores = evaluate(&obs, 0, 10, 30);
         for (k, mape) in scores {
             match k {
                 ForecasterKind::Oracle | ForecasterKind::SeasonalNaive => {

@@ -51,7 +51,10 @@ pub struct OnlineJob {
     pub policy_every_ms: u64,
     last: SimTime,
     minute_arrivals: f64,
+    /// Observed total rate per minute: the history before the run, then the run's minutes.
     observed: Vec<f64>,
+    /// How many of `observed`'s minutes came before the run.
+    history_min: usize,
     pub acc: Accumulator,
     pub rejected_actions: u64,
     /// The most workers the job may run: its own cap and what the cluster could hold.
@@ -75,6 +78,7 @@ impl OnlineJob {
         let horizon = SimTime::from_secs(spec.horizon_s());
         let minutes = (spec.horizon_s() / 60) as usize;
         let traffic = Traffic::build(&spec.traffic, shape, minutes, streams);
+        let observed = traffic.history.clone();
         let j = &spec.job;
         let truth = Truth::perturbed(
             j.mode,
@@ -123,7 +127,8 @@ impl OnlineJob {
             policy_every_ms,
             last: SimTime::ZERO,
             minute_arrivals: 0.0,
-            observed: Vec::new(),
+            history_min: observed.len(),
+            observed,
             rejected_actions: 0,
             max_workers: max,
             events: 0,
@@ -317,7 +322,7 @@ impl OnlineJob {
         let s = &self.spec;
         let lead = (s.rescale.total_s() / 60.0).ceil() as usize;
         let mape: serde_json::Map<String, serde_json::Value> =
-            forecast::evaluate(&self.observed, lead, 5)
+            forecast::evaluate(&self.observed, self.history_min, lead, 5)
                 .into_iter()
                 // A run too short to evaluate a forecaster (one day of history) leaves it
                 // out rather than writing a null (issue #21: no null in a result).

@@ -228,6 +228,11 @@ pub struct TrafficSpec {
     pub partition_skew_sigma: f64,
     /// Bytes per sample, for the network cost of shuffling.
     pub sample_bytes: f64,
+    /// Whole days of ingress history before the run (the Kafka topic's per-minute counters
+    /// of earlier days, drawn from this same traffic model): what a production operator's
+    /// forecasters start from. 0: the run starts with no history, and a forecaster needing
+    /// a day of it (Holt-Winters) predicts the last minute's rate until a day has passed.
+    pub history_days: u32,
 }
 
 impl Default for TrafficSpec {
@@ -246,6 +251,7 @@ impl Default for TrafficSpec {
             partitions: 256,
             partition_skew_sigma: 0.3,
             sample_bytes: 2048.0,
+            history_days: 0,
         }
     }
 }
@@ -682,6 +688,9 @@ fn validate_traffic(
     }
     if !pos(t.sample_bytes) {
         return Err(err("traffic.sample_bytes", "must be > 0"));
+    }
+    if t.history_days > 28 {
+        return Err(err("traffic.history_days", "must be in [0, 28]"));
     }
     Ok(())
 }

@@ -129,6 +129,22 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
+/// The median of unsorted data, equal to `quantile(sorted, 0.5)`, by selection instead of a
+/// sort (it reorders `xs`). For the straggler check, which runs at every rate refresh of a
+/// job with a slow worker.
+pub fn median_in_place(xs: &mut [f64]) -> f64 {
+    let n = xs.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let (below, &mut upper, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        return upper;
+    }
+    let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    lower + (upper - lower) * 0.5
+}
+
 fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| a / b)
 }
@@ -426,6 +442,23 @@ pub fn timeline_csv(rows: &[TimelineRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_by_selection_is_the_sorted_median() {
+        let mut rng = 12_345u64;
+        for n in 1..40 {
+            let mut xs: Vec<f64> = (0..n)
+                .map(|_| {
+                    rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    (rng >> 11) as f64 / (1u64 << 53) as f64 * 100.0
+                })
+                .collect();
+            let mut sorted = xs.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(median_in_place(&mut xs), quantile(&sorted, 0.5), "n = {n}");
+        }
+        assert_eq!(median_in_place(&mut []), 0.0);
+    }
 
     #[test]
     fn quantiles_interpolate() {

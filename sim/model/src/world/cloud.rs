@@ -2,8 +2,8 @@
 //! mean `faults.node_mtbf_days`, repaired after `faults.node_repair_h`; every pod on a
 //! failed node fails), slow spells of nodes (`faults.slow_spell_h`; batch pods on the node
 //! slow down and recover with it, while an online pod keeps the speed of its node at
-//! placement: a simplification of the online world), and co-located high-priority services whose diurnal demand evicts
-//! or throttles training pods (`faults.colocation`).
+//! placement: a simplification of the online world), and co-located high-priority services
+//! whose diurnal demand evicts or throttles training pods (`faults.colocation`).
 //!
 //! Simplifications: the services' demand is a smooth daily curve times per-node noise,
 //! re-evaluated every `update_interval_s` (a spike between two updates is not seen). In

@@ -71,7 +71,7 @@ pub enum Event {
     NodeRepair(usize),
     /// Co-located services' demand is re-evaluated on every node that hosts them.
     Colocation,
-    /// Node `0`'s slow or normal spell ended (`faults.slow_spell_h`).
+    /// The node's slow or normal spell ended (`faults.slow_spell_h`).
     SlowSpell(usize),
     /// A stop-and-restart finished saving its checkpoint, if the job was not restarted.
     StopSaved {
@@ -862,13 +862,11 @@ impl World {
         // with dynamic sharding the others take its shards, so only one that removes a
         // large share of the job's workers does. The median is at most the fastest: no
         // straggler unless the slowest is below 0.8 of it, the usual case, which then needs
-        // no sort.
+        // no median.
         let straggling = speeds.len() >= 2 && slowest < crate::job::STRAGGLER_RATE * fastest && {
-            let mut rates = speeds.clone();
-            rates.sort_by(f64::total_cmp);
-            let median = crate::metrics::quantile(&rates, 0.5);
-            rates[0] < crate::job::STRAGGLER_RATE * median
-                && jp.rate < crate::job::STRAGGLER_RATE * median * rates.len() as f64
+            let median = crate::metrics::median_in_place(&mut speeds.clone());
+            slowest < crate::job::STRAGGLER_RATE * median
+                && jp.rate < crate::job::STRAGGLER_RATE * median * speeds.len() as f64
         };
         job.seen_straggler.observe(now, straggling);
         let generation = job.generation;

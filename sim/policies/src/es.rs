@@ -16,7 +16,8 @@
 //!    profiler) is below 0.8 of the job's median is replaced by a pod of the same size.
 //!
 //! ES scales workers only: PS count and every pod's CPU and memory stay as the user set
-//! them. Its jobs use **dynamic sharding**: Or et al.'s system adds and removes workers
+//! them, or as `worker_cpu`, `ps_cpu` and `ps` set them at launch (DLRover Sec. 6.3 sized
+//! the pods per its Table 2; [`PodShape`]). Its jobs use **dynamic sharding**: Or et al.'s system adds and removes workers
 //! without restarting the job (workers join and the input is re-divided), which is what
 //! the simulator's dynamic data sharding models; with static partitioning every step would
 //! be a stop-and-restart, which is not the system the paper describes. Growth is limited
@@ -25,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::optimus::FreeNodes;
-use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
+use crate::spec::{param, PodShape, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
@@ -149,6 +150,7 @@ pub struct Es {
     theta: f64,
     spawn: Spawn,
     start_small: bool,
+    pods: PodShape,
     interval: SimTime,
     max_cores: f64,
     jobs: BTreeMap<u64, EsJob>,
@@ -172,6 +174,9 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("start", "request|spawn", "request", "initial workers: the user's count, or one step (DLRover's cold start)"),
         param("interval_s", "number >= 1", "180", "decision interval (s)"),
         param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation)"),
+        param("worker_cpu", "cores", "-", "cores of every worker (default: the user's; DLRover Sec. 6.3 sized them per its Table 2)"),
+        param("ps_cpu", "cores", "-", "cores of every PS (default: the user's)"),
+        param("ps", "count 1..=1000", "-", "the job's PS, which ES never scales (default: the user's)"),
     ],
 };
 
@@ -210,6 +215,7 @@ impl Es {
                 dcn: spec.count_or("spawn_dcn", all.unwrap_or(2))?,
             },
             start_small,
+            pods: PodShape::from_spec(spec, true)?,
             interval: SimTime::from_secs_f64_ceil(interval_s),
             max_cores,
             jobs: BTreeMap::new(),
@@ -346,7 +352,7 @@ impl Policy for Es {
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, _view: &ClusterView<'_>) -> Vec<Action> {
-        let mut config = job.request.requested;
+        let mut config = self.pods.apply(job.request.requested);
         if self.start_small {
             config.workers = self.spawn.of(job.request.model);
         }

@@ -7,7 +7,9 @@
 //!    `f(p, w) = w / (t0 + t1 w/p + t2 w + t3 p)` is fitted by NNLS (`dlsim_fit`). It needs
 //!    at least 4 distinct (p, w) points, so a new job is launched small (one step: 2 PS and 4
 //!    workers for Wide&Deep, 1 and 1 for xDeepFM) and *profiled*: stepped up by workers, PS,
-//!    workers until 4 points are seen (points met while pods come up count too).
+//!    workers until 4 points are seen (points met while pods come up count too). Its pods
+//!    have the user's cores, or `worker_cpu` / `ps_cpu` (DLRover Sec. 6.3 sized them per
+//!    its Table 2; [`PodShape`]).
 //! 2. **Remaining work.** Optimus fits a loss curve to predict the steps left to
 //!    convergence; DLRM jobs here run a fixed step count, so the remaining steps are read
 //!    from progress (`steps - steps_done`) and no loss-curve fit is needed.
@@ -33,7 +35,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::spec::{param, PolicyDoc, PolicySpec, SpecError};
+use crate::spec::{param, PodShape, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_fit::{OptimusObs, OptimusParams};
 use dlsim_model::policy::{
@@ -112,6 +114,7 @@ pub struct Optimus {
     interval: SimTime,
     steps: Steps,
     max_cores: f64,
+    pods: PodShape,
     jobs: BTreeMap<u64, JobState>,
 }
 
@@ -128,6 +131,8 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("xdfm_workers", "count 1..=1000", "1", "xDeepFM: workers per step"),
         param("dcn_ps", "count 1..=1000", "1", "DCN: PS per step"),
         param("dcn_workers", "count 1..=1000", "2", "DCN: workers per step"),
+        param("worker_cpu", "cores", "-", "cores of every worker (default: the user's; DLRover Sec. 6.3 sized them per its Table 2)"),
+        param("ps_cpu", "cores", "-", "cores of every PS (default: the user's)"),
     ],
 };
 
@@ -163,6 +168,7 @@ impl Optimus {
                 ),
             },
             max_cores,
+            pods: PodShape::from_spec(spec, false)?,
             jobs: BTreeMap::new(),
         })
     }
@@ -528,7 +534,7 @@ impl Policy for Optimus {
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
-        let req = job.request.requested;
+        let req = self.pods.apply(job.request.requested);
         let config = if req.ps == 0 {
             // No PS (an all-reduce job from an imported trace): outside Optimus' model.
             req

@@ -8,6 +8,7 @@
 //! also gives each one's type, default and meaning: `dlsim policies` and `dlsim replay
 //! --help` print these docs, so what is listed is exactly what is accepted.
 
+use dlsim_model::policy::JobConfig;
 use std::collections::BTreeMap;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -231,6 +232,61 @@ impl PolicySpec {
     }
 }
 
+/// The pods a baseline launches, where its paper's evaluation sized them itself (DLRover
+/// Sec. 6.3: "DLRover configures each PS and worker's CPU resources according to Table 2"
+/// for ES and Optimus): cores per worker and per PS, and the PS count of a policy that
+/// does not scale PS. Each absent key keeps the user's request.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PodShape {
+    pub worker_cpu: Option<f64>,
+    pub ps_cpu: Option<f64>,
+    pub ps: Option<u32>,
+}
+
+impl PodShape {
+    /// The keys `worker_cpu` and `ps_cpu` (cores, above 0 and at most 1,024) and, with
+    /// `with_ps`, `ps` (a count).
+    pub fn from_spec(spec: &PolicySpec, with_ps: bool) -> Result<Self, SpecError> {
+        let cores = |key: &str| -> Result<Option<f64>, SpecError> {
+            if !spec.params.contains_key(key) {
+                return Ok(None);
+            }
+            let v = spec.f64_or(key, 0.0)?;
+            if v > 0.0 && v <= 1024.0 {
+                Ok(Some(v))
+            } else {
+                Err(spec.bad_value(key, "expected cores above 0 and at most 1024"))
+            }
+        };
+        let ps = if with_ps && spec.params.contains_key("ps") {
+            Some(spec.count_or("ps", 1)?)
+        } else {
+            None
+        };
+        Ok(PodShape {
+            worker_cpu: cores("worker_cpu")?,
+            ps_cpu: cores("ps_cpu")?,
+            ps,
+        })
+    }
+
+    /// `config` with this shape's pods (a job without PS keeps none).
+    pub fn apply(&self, mut config: JobConfig) -> JobConfig {
+        if let Some(c) = self.worker_cpu {
+            config.worker_cpu = c;
+        }
+        if config.ps > 0 {
+            if let Some(c) = self.ps_cpu {
+                config.ps_cpu = c;
+            }
+            if let Some(n) = self.ps {
+                config.ps = n;
+            }
+        }
+        config
+    }
+}
+
 /// Splits a list of specs, `a,b[x=1,y=2],c`, at the commas outside brackets; one spec
 /// gives a list of one.
 pub fn split_list(list: &str) -> Vec<String> {
@@ -301,6 +357,47 @@ pub fn folder_name(spec: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A user's request: 1 worker x 32 cores, 2 PS x 8 (memory is never touched).
+    fn request(ps: u32) -> JobConfig {
+        JobConfig {
+            workers: 1,
+            ps,
+            worker_cpu: 32.0,
+            worker_mem_mb: 16_384,
+            worker_gpu: 0,
+            ps_cpu: 8.0,
+            ps_mem_mb: 8_192,
+        }
+    }
+
+    #[test]
+    fn a_pod_shape_replaces_only_the_keys_it_names() {
+        let spec = PolicySpec::parse("es[worker_cpu=3,ps=8,ps_cpu=16]").unwrap();
+        let shape = PodShape::from_spec(&spec, true).unwrap();
+        let got = shape.apply(request(2));
+        assert_eq!(
+            (got.workers, got.worker_cpu, got.ps, got.ps_cpu),
+            (1, 3.0, 8, 16.0)
+        );
+        assert_eq!((got.worker_mem_mb, got.ps_mem_mb), (16_384, 8_192));
+        // Absent keys keep the request; a policy that scales PS itself takes no `ps`.
+        let none = PodShape::from_spec(&PolicySpec::parse("es").unwrap(), true).unwrap();
+        assert_eq!(none.apply(request(2)), request(2));
+        let no_ps = PodShape::from_spec(&spec, false).unwrap();
+        assert_eq!(no_ps.apply(request(2)).ps, 2);
+        // A job without PS (an all-reduce job) keeps none.
+        assert_eq!(shape.apply(request(0)).ps, 0);
+        for bad in [
+            "es[worker_cpu=0]",
+            "es[ps_cpu=-2]",
+            "es[worker_cpu=2000]",
+            "es[ps=0]",
+        ] {
+            let spec = PolicySpec::parse(bad).unwrap();
+            assert!(PodShape::from_spec(&spec, true).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn composed_specs_split_at_the_plus_outside_brackets() {

@@ -91,6 +91,7 @@ fn decision(c: &mut Criterion) {
         ps_mem_final: 12_000.0,
         quota_cores: 4.0 * job.request.requested.total().cpu_cores(),
         worker_mem_used: 3_000.0,
+        worker_cpu_used: 0.0,
     };
     let mut group = c.benchmark_group("dlrover_decision");
     group.bench_function("fit", |b| b.iter(|| plan::fit_model(&obs, split)));

@@ -23,7 +23,8 @@
 //!    - cluster-level weighted greedy: maximise sum RE x WG, RE = TG / RC, WG =
 //!      1 / (remaining samples / throughput + eps)^rho (Eq. 11-14), within free capacity.
 //!
-//!    Horizontal (counts) and vertical (per-pod CPU; worker memory sized to use at a
+//!    Horizontal (counts) and vertical (per-pod CPU, never below the cores a worker is
+//!    seen to use, DLRover Sec. 4.2's `w = w_hat`; worker memory sized to use at a
 //!    migration) changes; worker-only changes join seamlessly, anything else migrates
 //!    (new pods start while old ones train).
 //!
@@ -304,6 +305,7 @@ impl Dlrover {
             ps_mem_final,
             quota_cores: quota.max(cores_now),
             worker_mem_used: last.map_or(0.0, |s| s.worker_mem_used_mb),
+            worker_cpu_used: last.map_or(0.0, |s| s.worker_cpu_used),
         };
         let filters = self.filters(&plan, t.configs);
         // The plan's own term of the cluster objective (RE x WG); plans that pass the

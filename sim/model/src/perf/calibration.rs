@@ -55,6 +55,10 @@
 //!    Kinds without a published anchor (DCN) take the geometric mean of the anchored kinds'
 //!    factors (assumption: it sits between W&D and xDeepFM, as the built-in defaults did).
 //!
+//!    The anchor's iteration is the truth's, so it includes the worker pod runtime's share
+//!    of the anchor's worker cores (`super::WORKER_RUNTIME_CORES`: W&D's 3-core workers
+//!    train on 1.8 cores, xDeepFM's 20-core ones on 18.2).
+//!
 //! Result: within each term the truth keeps the kernel's measured shape (slope vs intercept,
 //! hence its scaling in `w`, `p`, `lambda_w`, `lambda_p`, `m`, `D`), the split between worker
 //! and PS work follows from the well-tuned configuration, and the level is DLRover's published

@@ -211,6 +211,19 @@ pub struct Plan<'a> {
     pub quota_cores: f64,
     /// Memory a worker uses now (0 before the first profile), MB.
     pub worker_mem_used: f64,
+    /// CPU cores a worker is seen to use now (0 before the first profile): no plan gives a
+    /// worker fewer (DLRover Sec. 4.2 sizes each worker to the cores it was seen to use,
+    /// `w = w_hat`). The profiler counts the pod runtime's busy cores, which the fitted
+    /// model (Eq. 1-6) has no term for; without this floor the fit, which sees a worker's
+    /// cores only through `a_grad m / lambda_w`, splits jobs into 1-core workers whose
+    /// runtime leaves them a third of a core.
+    pub worker_cpu_used: f64,
+}
+
+/// `used` cores rounded up to a whole core, and at most `now` (a pod's use never exceeds
+/// its request, so the current size always passes).
+fn seen_floor(used: f64, now: f64) -> f64 {
+    (used - 1e-9).ceil().max(0.0).min(now)
 }
 
 /// Both objectives of an infeasible plan start here (plus its excess cores), so every
@@ -259,16 +272,20 @@ impl Plan<'_> {
         self.config_with(g, self.ps_mem(g[1] + 1))
     }
 
+    /// The cores of a worker at CPU option `c`: at least what a worker is seen to use
+    /// (rounded up to a whole core, and never above the current request).
+    fn worker_cpu_at(&self, c: f64) -> f64 {
+        if self.current.worker_gpu > 0 {
+            return self.current.worker_cpu;
+        }
+        c.max(seen_floor(self.worker_cpu_used, self.current.worker_cpu))
+    }
+
     fn config_with(&self, g: &[u32; 4], ps_mem_mb: u64) -> JobConfig {
-        let gpu = self.current.worker_gpu > 0;
         let c = JobConfig {
             workers: g[0] + 1,
             ps: g[1] + 1,
-            worker_cpu: if gpu {
-                self.current.worker_cpu
-            } else {
-                CPU_OPTIONS[g[2] as usize]
-            },
+            worker_cpu: self.worker_cpu_at(CPU_OPTIONS[g[2] as usize]),
             ps_cpu: CPU_OPTIONS[g[3] as usize],
             ps_mem_mb,
             ..self.current
@@ -346,11 +363,10 @@ impl Plan<'_> {
     /// What every genome of this plan shares, computed once per search.
     fn table(&self) -> Table {
         let milli = |cores: f64| Resources::new(cores, 0, 0).cpu_milli;
-        let gpu = self.current.worker_gpu > 0;
         let now = self.current.total();
         Table {
             ps_mem: std::array::from_fn(|i| self.ps_mem(i as u32 + 1)),
-            worker_milli: CPU_OPTIONS.map(|c| milli(if gpu { self.current.worker_cpu } else { c })),
+            worker_milli: CPU_OPTIONS.map(|c| milli(self.worker_cpu_at(c))),
             ps_milli: CPU_OPTIONS.map(milli),
             now_cores: now.cpu_cores(),
             now_mem: now.mem_mb as f64,
@@ -603,6 +619,7 @@ mod tests {
             ps_mem_final: 8_000.0,
             quota_cores: 120.0,
             worker_mem_used: 3_000.0,
+            worker_cpu_used: 0.0,
         }
     }
 
@@ -721,6 +738,36 @@ mod tests {
 
     /// A migration re-creates every pod, so it sizes worker memory to what a worker uses;
     /// adding workers keeps their request.
+    /// No plan sizes a worker below the cores it is seen to use (rounded up to a whole core),
+    /// and the floor never rises above the current request, which stays feasible; the
+    /// table path agrees bit for bit.
+    #[test]
+    fn a_worker_keeps_at_least_the_cores_it_is_seen_to_use() {
+        let request = request(0);
+        let job = view(&request);
+        let seen = Plan {
+            worker_cpu_used: 2.5,
+            ..plan(&job)
+        };
+        let (table, u) = (seen.table(), seen.upper());
+        for cpu in 0..u[2] {
+            let g = [5, 2, cpu, 1];
+            let c = seen.config(&g);
+            assert!(c.worker_cpu >= 2.5, "{c:?}");
+            if CPU_OPTIONS[cpu as usize] >= 4.0 {
+                assert_eq!(c.worker_cpu, CPU_OPTIONS[cpu as usize]);
+            }
+            assert_eq!(seen.assess(&table, &g).0, seen.objectives(&g));
+        }
+        // A worker using all of its 3.5 cores keeps them (the floor rounds up to 4, capped
+        // at the request).
+        let busy = Plan {
+            worker_cpu_used: 3.5,
+            ..plan(&job)
+        };
+        assert_eq!(busy.config(&[5, 2, 0, 1]).worker_cpu, 3.5);
+    }
+
     #[test]
     fn migrations_size_worker_memory_and_adding_workers_keeps_it() {
         let request = request(0);

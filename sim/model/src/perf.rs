@@ -11,10 +11,10 @@
 //! One addition to the paper's form: a worker pod's runtime (RPC polling, input pipeline,
 //! executor bookkeeping) keeps some cores busy whatever the step does
 //! ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's quota, so `lambda_w` above is
-//! the cores left to the training ([`runtime_cores`]), and the profiler counts them as used. This is the per-pod cost of
-//! scaling out: a 1-core worker trains on a third of a core. (The policies' own model,
-//! `dlsim_fit`, keeps the paper's form: a policy that models the system imperfectly is
-//! realistic.) `iteration_time` sees a GPU worker's cores summed with its GPUs' core
+//! the cores left to the training ([`runtime_cores`]), and the profiler counts them as
+//! used. This is the per-pod cost of scaling out: a 1-core worker trains on a third of a
+//! core. (The policies' own model, `dlsim_fit`, keeps the paper's form: a policy that
+//! models the system imperfectly is realistic.) `iteration_time` sees a GPU worker's cores summed with its GPUs' core
 //! equivalents and takes the runtime's share from the sum; `job_perf` takes it from the
 //! CPU alone (for the generator's 8-core GPU workers the two differ by about 0.3 cores).
 

@@ -17,11 +17,12 @@
 //!
 //! ES scales workers only: PS count and every pod's CPU and memory stay as the user set
 //! them, or as `worker_cpu`, `ps_cpu` and `ps` set them at launch (DLRover Sec. 6.3 sized
-//! the pods per its Table 2; [`PodShape`]). Its jobs use **dynamic sharding**: Or et al.'s system adds and removes workers
-//! without restarting the job (workers join and the input is re-divided), which is what
-//! the simulator's dynamic data sharding models; with static partitioning every step would
-//! be a stop-and-restart, which is not the system the paper describes. Growth is limited
-//! to what fits the free nodes and to DLRover's per-job budget (`max_cores`, 200).
+//! the pods per its Table 2; [`PodShape`]). Its jobs use **dynamic sharding**: Or et al.'s
+//! system adds and removes workers without restarting the job (workers join and the input
+//! is re-divided), which is what the simulator's dynamic data sharding models; with static
+//! partitioning every step would be a stop-and-restart, which is not the system the paper
+//! describes. Growth is limited to what fits the free nodes and to DLRover's per-job
+//! budget (`max_cores`, 200).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -14,9 +14,10 @@
 //! the cores left to the training ([`runtime_cores`]), and the profiler counts them as
 //! used. This is the per-pod cost of scaling out: a 1-core worker trains on a third of a
 //! core. (The policies' own model, `dlsim_fit`, keeps the paper's form: a policy that
-//! models the system imperfectly is realistic.) `iteration_time` sees a GPU worker's cores summed with its GPUs' core
-//! equivalents and takes the runtime's share from the sum; `job_perf` takes it from the
-//! CPU alone (for the generator's 8-core GPU workers the two differ by about 0.3 cores).
+//! models the system imperfectly is realistic.) `iteration_time` sees a GPU worker's cores
+//! summed with its GPUs' core equivalents and takes the runtime's share from the sum;
+//! `job_perf` takes it from the CPU alone (for the generator's 8-core GPU workers the two
+//! differ by about 0.3 cores).
 
 use dlsim_traces::ModelKind;
 
@@ -174,25 +175,21 @@ pub const WORKER_RUNTIME_CORES: f64 = 2.0;
 // `rm-prod-starved-share` (11% of jobs, paper 6%) and `rm-prod-ps-cpu-after` flips
 // (PS use 39% before, 38.7% after, paper 13% -> 41.4%).
 
-/// The cores a pod's runtime takes from its `cpu` cores when it asks for `runtime`: the
-/// runtime's threads and the training's share the pod's CPU quota, and a share in
-/// proportion to what each asks (the training asks for all of the pod) gives the runtime
-/// `cpu * runtime / (cpu + runtime)`: about `runtime` on a large pod, half of a pod of
-/// `runtime` cores, and the training `cpu^2 / (cpu + runtime)`. A straggler's cut CPU is cut
-/// for both. (Simplification: the proportional share stands for Linux's CFS scheduler;
-/// what it changes is how fast a small pod loses its training cores, not their number on a
-/// large one.)
-pub fn runtime_cores(cpu: f64, runtime: f64) -> f64 {
-    if cpu <= 0.0 {
-        return 0.0;
-    }
-    cpu * runtime / (cpu + runtime)
+/// The cores a worker pod's runtime takes from its `cpu` cores: the runtime's threads and
+/// the training share the pod's CPU quota, and a share in proportion to what each asks (the
+/// runtime `r` = [`WORKER_RUNTIME_CORES`], the training all of the pod) gives the runtime
+/// `cpu * r / (cpu + r)`: about `r` on a large pod, half of a pod of `r` cores, and the
+/// training `cpu^2 / (cpu + r)`. A straggler's cut CPU is cut for both. (Simplification:
+/// the proportional share stands for Linux's CFS scheduler; what it changes is how fast a
+/// small pod loses its training cores, not their number on a large one.)
+pub fn runtime_cores(cpu: f64) -> f64 {
+    cpu * WORKER_RUNTIME_CORES / (cpu + WORKER_RUNTIME_CORES)
 }
 
 /// The cores a worker's gradient computes on: its cores (GPU workers count their GPUs as
 /// cores) less the runtime's share of its CPU.
 fn worker_compute_cores(cpu: f64, cores: f64) -> f64 {
-    cores - runtime_cores(cpu, WORKER_RUNTIME_CORES)
+    cores - runtime_cores(cpu)
 }
 
 /// Samples per second of the whole job.
@@ -327,7 +324,7 @@ pub fn job_perf_detail(
         // (all-reduce) has no lookup or push, so no such intercepts either. On top, the pod
         // runtime's cores ([`WORKER_RUNTIME_CORES`]), busy whether the worker trains or waits:
         // a profiler counts them.
-        let runtime = runtime_cores(c.cpu, WORKER_RUNTIME_CORES);
+        let runtime = runtime_cores(c.cpu);
         let parallel = p.a_grad * x.batch * ((c.cpu - runtime) / (c.cores - runtime));
         let lookup_and_push = if ps.is_empty() {
             0.0
@@ -546,8 +543,8 @@ mod tests {
     /// now costs throughput, where without it more and smaller workers always won.
     #[test]
     fn the_pod_runtime_makes_one_core_workers_a_poor_split() {
-        assert!((runtime_cores(2.0, 2.0) - 1.0).abs() < 1e-12);
-        assert!((runtime_cores(64.0, 2.0) - 2.0).abs() < 0.07);
+        assert!((runtime_cores(2.0) - 1.0).abs() < 1e-12);
+        assert!((runtime_cores(64.0) - 2.0).abs() < 0.07);
         assert!(worker_compute_cores(1.0, 1.0) < 0.34);
         // xDeepFM's 160 worker cores as 8 x 20 or as 160 x 1: the gradient's core-seconds
         // are the same, so without the runtime the 160 thin workers would win (about 59

@@ -33,7 +33,9 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request (a warm start may begin above it: it copies similar
+//!    (default 4) times its request, or within `c_total` cores whatever it requested
+//!    (DLRover's C_total, for the papers' single-job experiments) (a warm start may begin
+//!    above it: it copies similar
 //!    jobs' final configurations; ARCHITECTURE.md says why it is not capped, but what it
 //!    asks beyond the request must fit the capacity the greedy would hand out now, else the
 //!    job starts as requested: [`admits_beyond_request`]), 10% of the
@@ -129,8 +131,8 @@ impl Tracked {
 
 /// A plan is worth taking only with a gain worth a rescale, at a marginal efficiency (gain
 /// per extra core-equivalent) of at least `min_eff` of the job's current throughput per
-/// core. (The quota, `quota` times the job's requested cores (at least 4) or what it has
-/// now, is a constraint of the search itself: see [`Plan::quota_cores`].)
+/// core. (The quota, [`Cap`] or what the job has now, is a constraint of the search
+/// itself: see [`Plan::quota_cores`].)
 struct Filters {
     min_gain: f64,
     min_gain_per_cost: f64,
@@ -146,6 +148,16 @@ impl Filters {
     }
 }
 
+/// The most CPU cores the search may give a job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cap {
+    /// `quota` times the job's requested cores (at least 4): the production setting.
+    Quota(f64),
+    /// A fixed budget for every job: DLRover's `C_total` (Sec. 4.3, Table 1: 200 cores in the
+    /// small cluster), which does not move when the job's submitted pods do.
+    Cores(f64),
+}
+
 pub struct Dlrover {
     warm_start: bool,
     search: Search,
@@ -154,7 +166,7 @@ pub struct Dlrover {
     mu: f64,
     interval_s: u64,
     min_eff: f64,
-    quota: f64,
+    cap: Cap,
     db: ConfigDb,
     /// Every launched job not yet seen to end.
     jobs: BTreeMap<u64, Tracked>,
@@ -188,7 +200,8 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("interval_s", "number >= 1", "180", "auto-scaling interval (s)"),
         param("seed", "number", "7", "seed of the NSGA-II random stream"),
         param("min_eff", "number", "0.5", "a plan's gain per extra core must reach this share of the job's throughput per core"),
-        param("quota", "number", "4", "a job's cores stay within quota x its requested cores"),
+        param("quota", "number > 0", "4", "a job's cores stay within quota x its requested cores"),
+        param("c_total", "number > 0", "-", "a job's cores stay within this many (DLRover's C_total); replaces quota"),
         param("history", "path", "-", "pre-load the warm-start database from an earlier run's jobs.csv (default: empty)"),
         param("pop", "number 4..=1000", "20", "NSGA-II population (search=nsga)"),
         param("gens", "number 1..=1000", "12", "NSGA-II generations (search=nsga)"),
@@ -247,6 +260,20 @@ impl Dlrover {
             None => ConfigDb::default(),
         };
         let seed = spec.f64_or("seed", 7.0)? as u64;
+        let cap = match (spec.params.contains_key("quota"), spec.params.get("c_total")) {
+            (true, Some(_)) => return Err(bad("c_total", "give quota or c_total, not both")),
+            (_, Some(_)) => Cap::Cores(spec.f64_or("c_total", 0.0)?),
+            (_, None) => Cap::Quota(spec.f64_or("quota", 4.0)?),
+        };
+        match cap {
+            Cap::Quota(q) if !(q > 0.0 && q.is_finite()) => {
+                return Err(bad("quota", "must be a number > 0"));
+            }
+            Cap::Cores(c) if !(c > 0.0 && c.is_finite()) => {
+                return Err(bad("c_total", "must be a number > 0"));
+            }
+            _ => {}
+        }
         Ok(Dlrover {
             warm_start: spec.bool_or("warm_start", true)?,
             search,
@@ -255,7 +282,7 @@ impl Dlrover {
             mu,
             interval_s: interval_s as u64,
             min_eff: spec.f64_or("min_eff", 0.5)?,
-            quota: spec.f64_or("quota", 4.0)?,
+            cap,
             db,
             jobs: BTreeMap::new(),
             visit: BTreeSet::new(),
@@ -350,10 +377,12 @@ impl Dlrover {
         -f[1] / f[0].max(1.0) * weight(remaining, thr, self.rho)
     }
 
-    /// The most CPU cores a job with this request may hold: `quota` times its requested
-    /// cores (at least 4).
+    /// The most CPU cores a job with this request may hold ([`Cap`]).
     fn quota_cores(&self, requested: &JobConfig) -> f64 {
-        self.quota * requested.total().cpu_cores().max(4.0)
+        match self.cap {
+            Cap::Quota(q) => q * requested.total().cpu_cores().max(4.0),
+            Cap::Cores(c) => c,
+        }
     }
 
     /// The plan's cost filters (our guards, see the module docs).
@@ -671,5 +700,31 @@ mod tests {
         assert!(crate::build("dlrover[pop=2]").is_err());
         assert!(crate::build("dlrover[gens=0]").is_err());
         assert!(crate::build("dlrover[bogus=1]").is_err());
+        for bad in ["quota=0", "quota=-1", "c_total=0", "c_total=abc", "quota=4,c_total=200"] {
+            assert!(crate::build(&format!("dlrover[{bad}]")).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn c_total_caps_every_job_at_the_same_cores_whatever_it_requested() {
+        use dlsim_model::policy::JobConfig;
+        let request = |worker_cpu: f64, ps_cpu: f64| JobConfig {
+            workers: 1,
+            ps: 1,
+            worker_cpu,
+            worker_mem_mb: 16_384,
+            worker_gpu: 0,
+            ps_cpu,
+            ps_mem_mb: 16_384,
+        };
+        let (small, large) = (request(3.0, 16.0), request(32.0, 16.0));
+        let spec = |s: &str| super::Dlrover::from_spec(&crate::spec::PolicySpec::parse(s).unwrap()).unwrap();
+        let fixed = spec("dlrover[c_total=200]");
+        assert_eq!(fixed.quota_cores(&small), 200.0);
+        assert_eq!(fixed.quota_cores(&large), 200.0);
+        // The default quota follows the request: 4 x 19 and 4 x 48 cores.
+        let ratio = spec("dlrover");
+        assert_eq!(ratio.quota_cores(&small), 76.0);
+        assert_eq!(ratio.quota_cores(&large), 192.0);
     }
 }

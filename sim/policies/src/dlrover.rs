@@ -33,7 +33,7 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request, or within `c_total` cores whatever it requested
+//!    (default 4) times its request, or within `max_cores` cores whatever it requested
 //!    (DLRover's C_total, for the papers' single-job experiments) (a warm start may begin
 //!    above it: it copies similar
 //!    jobs' final configurations; ARCHITECTURE.md says why it is not capped, but what it
@@ -201,7 +201,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("seed", "number", "7", "seed of the NSGA-II random stream"),
         param("min_eff", "number", "0.5", "a plan's gain per extra core must reach this share of the job's throughput per core"),
         param("quota", "number > 0", "4", "a job's cores stay within quota x its requested cores"),
-        param("c_total", "number > 0", "-", "a job's cores stay within this many (DLRover's C_total); replaces quota"),
+        param("max_cores", "number > 0", "-", "a job's cores stay within this many (DLRover's C_total, as `es` and `optimus` take it); replaces quota"),
         param("history", "path", "-", "pre-load the warm-start database from an earlier run's jobs.csv (default: empty)"),
         param("pop", "number 4..=1000", "20", "NSGA-II population (search=nsga)"),
         param("gens", "number 1..=1000", "12", "NSGA-II generations (search=nsga)"),
@@ -260,9 +260,9 @@ impl Dlrover {
             None => ConfigDb::default(),
         };
         let seed = spec.f64_or("seed", 7.0)? as u64;
-        let cap = match (spec.params.contains_key("quota"), spec.params.get("c_total")) {
-            (true, Some(_)) => return Err(bad("c_total", "give quota or c_total, not both")),
-            (_, Some(_)) => Cap::Cores(spec.f64_or("c_total", 0.0)?),
+        let cap = match (spec.params.contains_key("quota"), spec.params.get("max_cores")) {
+            (true, Some(_)) => return Err(bad("max_cores", "give quota or max_cores, not both")),
+            (_, Some(_)) => Cap::Cores(spec.f64_or("max_cores", 0.0)?),
             (_, None) => Cap::Quota(spec.f64_or("quota", 4.0)?),
         };
         match cap {
@@ -270,7 +270,7 @@ impl Dlrover {
                 return Err(bad("quota", "must be a number > 0"));
             }
             Cap::Cores(c) if !(c > 0.0 && c.is_finite()) => {
-                return Err(bad("c_total", "must be a number > 0"));
+                return Err(bad("max_cores", "must be a number > 0"));
             }
             _ => {}
         }
@@ -700,13 +700,13 @@ mod tests {
         assert!(crate::build("dlrover[pop=2]").is_err());
         assert!(crate::build("dlrover[gens=0]").is_err());
         assert!(crate::build("dlrover[bogus=1]").is_err());
-        for bad in ["quota=0", "quota=-1", "c_total=0", "c_total=abc", "quota=4,c_total=200"] {
+        for bad in ["quota=0", "quota=-1", "max_cores=0", "max_cores=abc", "quota=4,max_cores=200"] {
             assert!(crate::build(&format!("dlrover[{bad}]")).is_err(), "{bad}");
         }
     }
 
     #[test]
-    fn c_total_caps_every_job_at_the_same_cores_whatever_it_requested() {
+    fn max_cores_caps_every_job_at_the_same_cores_whatever_it_requested() {
         use dlsim_model::policy::JobConfig;
         let request = |worker_cpu: f64, ps_cpu: f64| JobConfig {
             workers: 1,
@@ -719,7 +719,7 @@ mod tests {
         };
         let (small, large) = (request(3.0, 16.0), request(32.0, 16.0));
         let spec = |s: &str| super::Dlrover::from_spec(&crate::spec::PolicySpec::parse(s).unwrap()).unwrap();
-        let fixed = spec("dlrover[c_total=200]");
+        let fixed = spec("dlrover[max_cores=200]");
         assert_eq!(fixed.quota_cores(&small), 200.0);
         assert_eq!(fixed.quota_cores(&large), 200.0);
         // The default quota follows the request: 4 x 19 and 4 x 48 cores.

@@ -58,7 +58,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let specs = dlsim_policies::split_list(&policy_list);
     let mut policies = Vec::with_capacity(specs.len());
     for spec in &specs {
-        policies.push(build_policy(args, spec)?);
+        policies.push(build_policy(args, &scenario, spec)?);
     }
     let several = policies.len() > 1;
     if several {
@@ -122,21 +122,25 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The policy of `spec`; a bad spec names `--policy` or the scenario's `policy` field.
+/// The policy of `spec`, checked against the scenario's cluster; a bad spec names
+/// `--policy` or the scenario's `policy` field.
 fn build_policy(
     args: &ReplayArgs,
+    scenario: &Scenario,
     spec: &str,
 ) -> anyhow::Result<Box<dyn dlsim_model::policy::Policy>> {
-    let policy = dlsim_policies::build(spec).map_err(|e| match &args.policy {
+    let bad = |e: String| match &args.policy {
         Some(_) => BadInput(format!("--policy: {e}")),
         None => {
             let text =
                 dlsim_fsio::read_to_string_limited(&args.scenario, dlsim_fsio::MAX_INPUT_BYTES)
                     .unwrap_or_default();
-            let e = dlsim_traces::InputError::new(&args.scenario, e.to_string());
+            let e = dlsim_traces::InputError::new(&args.scenario, e);
             BadInput(e.field_in(&text, "policy").to_string())
         }
-    })?;
+    };
+    let policy = dlsim_policies::build(spec).map_err(|e| bad(e.to_string()))?;
+    scenario.check_policy_pods(policy.as_ref()).map_err(bad)?;
     Ok(policy)
 }
 

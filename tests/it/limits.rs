@@ -147,6 +147,56 @@ fn trace_records_out_of_range_are_refused_with_their_line() {
 }
 
 #[test]
+fn a_policy_whose_pods_no_node_holds_is_refused_before_the_run() {
+    // The test cluster's nodes have 64 cores: every launch of these would be rejected.
+    let dir = scratch("limits-policy-pods");
+    batch_files(&dir, &[], &[]);
+    for (spec, key) in [
+        ("es[worker_cpu=65]", "worker_cpu=65"),
+        ("optimus[ps_cpu=100]", "ps_cpu=100"),
+        ("static,es[ps_cpu=80]", "ps_cpu=80"),
+    ] {
+        let mut args = REPLAY.to_vec();
+        args.extend(["--policy", spec]);
+        refused(
+            spec,
+            &dir,
+            &args,
+            &["--policy", key, "larger than any node", "64 cores"],
+        );
+    }
+    // The same in a sweep, before any point runs.
+    let sweep = json!({
+        "name": "pods", "scenario": "s.json", "seeds": 1,
+        "policies": ["static", "es"], "policy_params": {"es": {"worker_cpu": [8, 96]}},
+        "baseline": "static"
+    });
+    std::fs::write(dir.join("w.json"), sweep.to_string()).unwrap();
+    refused(
+        "sweep",
+        &dir,
+        &["sweep", "{dir}/w.json", "--out", "{dir}/out"],
+        &[
+            "w.json",
+            "policies",
+            "worker_cpu=96",
+            "larger than any node",
+        ],
+    );
+    // A pod that fits runs.
+    let o = dlsim(&[
+        "replay",
+        &format!("{}/s.json", path_str(&dir)),
+        "--policy",
+        "es[worker_cpu=64]",
+        "--out",
+        &format!("{}/ok", path_str(&dir)),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
 fn policy_parameters_are_bounded() {
     let dir = scratch("limits-policy");
     batch_files(&dir, &[], &[]);

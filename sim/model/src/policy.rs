@@ -409,6 +409,15 @@ pub trait Policy {
         OomRelaunch::Default
     }
 
+    /// The cores this policy gives every pod of a role whatever the job asked, as
+    /// (spec key, cores): `es[worker_cpu=3]` gives `[("worker_cpu", 3.0)]`. A run refuses
+    /// a policy whose pods no node of its cluster could hold
+    /// ([`crate::scenario::Scenario::check_policy_pods`]), rather than rejecting every
+    /// launch. Most policies size pods from the job and the cluster and keep the default.
+    fn pod_cores(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
     /// Whether jobs keep the pod counts their trace recorded over time (`observed.scale`,
     /// applied by the world: `world/recorded.rs`). Only a policy that runs the user's own
     /// configuration says yes (`static`).

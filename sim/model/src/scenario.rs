@@ -746,6 +746,36 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
     Ok(nodes)
 }
 
+impl Scenario {
+    /// Refuses a policy that gives every pod of a role more cores than any node of this
+    /// scenario's cluster has ([`crate::policy::Policy::pod_cores`]): every launch would
+    /// be rejected and the run would end with no job trained. The error names the spec
+    /// key; the caller adds where the spec came from.
+    pub fn check_policy_pods(&self, policy: &dyn crate::policy::Policy) -> Result<(), String> {
+        check_policy_pods(&self.nodes, policy)
+    }
+}
+
+/// [`Scenario::check_policy_pods`] on a cluster's `nodes` (none: nothing to check, as in
+/// an online scenario).
+pub fn check_policy_pods(nodes: &[Node], policy: &dyn crate::policy::Policy) -> Result<(), String> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let largest = nodes
+        .iter()
+        .map(|n| n.capacity.cpu_cores())
+        .fold(0.0, f64::max);
+    match policy.pod_cores().into_iter().find(|&(_, c)| c > largest) {
+        Some((key, cores)) => Err(format!(
+            "{}: {key}={cores}: a pod of {cores} cores is larger than any node of the \
+             cluster (largest: {largest} cores)",
+            policy.spec()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Rejects jobs whose pods could never be placed, naming the trace line and field.
 /// Also refuses a job that arrives after the run's time cap (`settings::time_cap_s`).
 fn check_jobs_fit(

@@ -340,6 +340,10 @@ impl Policy for Es {
         self.canonical.clone()
     }
 
+    fn pod_cores(&self) -> Vec<(&'static str, f64)> {
+        self.pods.pod_cores()
+    }
+
     fn sharding(&self) -> Sharding {
         Sharding::Dynamic
     }

@@ -529,6 +529,10 @@ impl Policy for Optimus {
         self.canonical.clone()
     }
 
+    fn pod_cores(&self) -> Vec<(&'static str, f64)> {
+        self.pods.pod_cores()
+    }
+
     fn tick_interval(&self) -> Option<SimTime> {
         Some(self.interval)
     }

@@ -270,6 +270,15 @@ impl PodShape {
         })
     }
 
+    /// The cores this shape gives every pod of a role, as (spec key, cores)
+    /// ([`dlsim_model::policy::Policy::pod_cores`]).
+    pub fn pod_cores(&self) -> Vec<(&'static str, f64)> {
+        [("worker_cpu", self.worker_cpu), ("ps_cpu", self.ps_cpu)]
+            .into_iter()
+            .filter_map(|(key, cores)| cores.map(|c| (key, c)))
+            .collect()
+    }
+
     /// `config` with this shape's pods (a job without PS keeps none).
     pub fn apply(&self, mut config: JobConfig) -> JobConfig {
         if let Some(c) = self.worker_cpu {

@@ -60,13 +60,34 @@ pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
             .points()
             .first()
             .is_some_and(|p| p.scenario_params.keys().any(|k| k.starts_with("generate")));
-    let mut seen = std::collections::BTreeSet::new();
+    // Each group's nodes, for the policies' pods: a policy whose pods no node of the
+    // cluster holds would reject every launch.
+    let mut nodes = std::collections::BTreeMap::new();
+    let mut checked = std::collections::BTreeSet::new();
     for p in sweep.points() {
-        if seen.insert(p.group()) || generated {
-            scenario(sweep, p)?;
+        if !nodes.contains_key(&p.group()) || generated {
+            nodes.insert(p.group(), scenario(sweep, p)?.nodes);
+        }
+        if checked.insert((p.group(), p.policy.clone())) {
+            if let Ok(policy) = dlsim_policies::build(&p.policy) {
+                dlsim_model::scenario::check_policy_pods(&nodes[&p.group()], policy.as_ref())
+                    .map_err(|e| {
+                        InputError::new(&sweep.path, format!("{e} (on {})", point_where(p)))
+                            .field("policies")
+                    })?;
+            }
         }
     }
     Ok(())
+}
+
+/// The scenario parameters a point runs with, for an error message.
+fn point_where(p: &Point) -> String {
+    if p.scenario_params.is_empty() {
+        "the sweep's scenario".to_string()
+    } else {
+        format!("the sweep's scenario with scenario_params {}", p.group())
+    }
 }
 
 /// Runs one point and moves its outputs into `OUT/runs/<id>/`.

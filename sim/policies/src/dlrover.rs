@@ -6,8 +6,10 @@
 //!    (`dlrover[history=PATH]`). A new job gets the top-k (k = 5) most similar jobs of its model kind (similarity
 //!    over user, dataset size, dense model size and embedding dimension), ranked by
 //!    similarity and exponentially smoothed with `mu` so the most similar weighs most.
-//!    Memory never goes below the user's request (an OOM costs more than a spare GB). Cold
-//!    start (nothing similar, or `warm_start=off`): the user's own request.
+//!    Memory too comes from their final configurations, above or below the request (an
+//!    under-estimate is an OOM the post stage relaunches with doubled memory). Cold start
+//!    (nothing similar, `warm_start=off`, or a job without PS, which stages 2 and 3 never
+//!    manage): the user's own request.
 //! 2. **Auto-scaling** every `interval_s` (default 180 s, the paper's cold-start setting):
 //!    - online fit of the alpha/beta model (Eq. 1-6) to the job's noisy profiles by NNLS
 //!      on log error (RMSLE), with a weak prior (see below);
@@ -530,7 +532,10 @@ impl Policy for Dlrover {
     }
 
     fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
-        let config = if self.warm_start {
+        // Stage 1 starts only the jobs stages 2 and 3 manage, those with PSes: a job
+        // without PS (an imported all-reduce or single-pod job) is never right-sized, so
+        // the database holds no tuned configuration for it, only other users' requests.
+        let config = if self.warm_start && job.request.requested.ps > 0 {
             self.db
                 .warm_config(job, self.mu)
                 .filter(|c| admits_beyond_request(c, &job.request.requested, view))

@@ -46,6 +46,9 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             .with_seed(seed)
             .map_err(|e| BadInput(format!("{e} (with --seed {seed})")))?;
     }
+    for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
     scenario.trace_observations = args.trace_observations;
     // Ended jobs are released as they end: memory follows the live jobs.
     scenario.keep_ended = false;

@@ -57,7 +57,9 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 
 pub fn run(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     let sweep = Sweep::load(&args.sweep).map_err(|e| BadInput(e.to_string()))?;
-    exec::validate(&sweep).map_err(|e| BadInput(e.to_string()))?;
+    for w in exec::validate(&sweep).map_err(|e| BadInput(e.to_string()))? {
+        eprintln!("warning: {w}");
+    }
     if args.threads == Some(0) {
         return Err(BadInput("--threads: must be at least 1".into()).into());
     }

@@ -84,6 +84,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         keep_ended: true,
         trace_observations: false,
         online: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

@@ -378,6 +378,42 @@ fn imported_openb_slice_replays_with_static() {
     let done =
         summary["jobs_completed"].as_u64().unwrap() + summary["jobs_failed"].as_u64().unwrap();
     assert_eq!(done, 142, "every imported job is accounted for");
+    assert!(
+        !stderr(&o).contains("warning"),
+        "replayed under the truth it was imported with: {}",
+        stderr(&o)
+    );
+    // Under another truth the steps synthesised at import no longer match the recorded
+    // durations: the replay says so, and still runs.
+    std::fs::write(
+        &scenario,
+        r#"{"name":"import-openb","trace":"openb.jsonl","cluster":{"node_list":"nodes.csv"},"policy":"static","truth":{"bandwidth_mb_s":2500}}"#,
+    )
+    .unwrap();
+    let o = dlsim(&[
+        "replay",
+        path_str(&scenario),
+        "--quiet",
+        "--out",
+        path_str(&dir.join("run2")),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: ")
+            && err.contains("openb.jsonl")
+            && err.contains("import the source again"),
+        "{err}"
+    );
+    // A sweep over it warns once, before it runs.
+    std::fs::write(
+        dir.join("sweep.json"),
+        r#"{"name":"w","scenario":"scenario.json","seeds":2,"policies":["static"],"baseline":"static"}"#,
+    )
+    .unwrap();
+    let o = dlsim(&["sweep", path_str(&dir.join("sweep.json")), "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("warning: ").count(), 1, "{}", stderr(&o));
 }
 
 #[test]

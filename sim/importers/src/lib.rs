@@ -201,6 +201,9 @@ pub fn header(
         "strict": opts.strict,
         "mapping": format!("sim/importers/src/{}.rs", format.name),
         "report": report,
+        // The truth the steps were synthesised under (`synth`): a replay under another
+        // warns (`dlsim_model::scenario::TruthSettings::fingerprint`).
+        "truth": dlsim_model::scenario::TruthSettings::default().fingerprint(),
     }))
 }
 

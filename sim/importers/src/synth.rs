@@ -40,7 +40,10 @@
 //!   present at start and the rest growing linearly over the job's samples, so an imported
 //!   job does not run out of memory. Jobs without PS get no embeddings.
 //!
-//! Every field filled this way is listed in the job's `synthesized`.
+//! Every field filled this way is listed in the job's `synthesized`, and the trace header
+//! records the truth's digest (`source.truth`, `TruthSettings::fingerprint`): a replay
+//! under a truth with another digest warns that the steps no longer match the recorded
+//! durations.
 
 use crate::report::ImportReport;
 use dlsim_engine::{RngStreams, SimRng};

@@ -208,6 +208,44 @@ impl Default for TruthSettings {
 }
 
 impl TruthSettings {
+    /// A short digest of what this truth makes of a job: the samples/s the simulator's
+    /// throughput function gives, with this truth's parameters, bandwidth and GPU core
+    /// equivalent, at fixed probe configurations of every model kind (PS jobs of a few
+    /// shapes and a GPU worker). Importers record it in the trace header, since the steps
+    /// they synthesise come from this truth (`dlsim_importers::synth`); a replay under a
+    /// truth with another digest warns ([`Scenario::warnings`]). It changes with the
+    /// parameters and with the throughput code itself (the pod runtime, say), not with
+    /// settings the function does not read.
+    pub fn fingerprint(&self) -> String {
+        const PROBES: [[f64; 8]; 4] = [
+            // workers, PS, worker cores, PS cores, batch, dense MB, emb dim, GPUs
+            [1.0, 1.0, 32.0, 16.0, 512.0, 20.0, 16.0, 0.0],
+            [24.0, 8.0, 3.0, 16.0, 512.0, 20.0, 16.0, 0.0],
+            [8.0, 2.0, 20.0, 16.0, 1024.0, 40.0, 32.0, 0.0],
+            [4.0, 1.0, 8.0, 8.0, 256.0, 10.0, 8.0, 1.0],
+        ];
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for kind in ModelKind::ALL {
+            let params = self.params_for(kind);
+            for [w, p, lw, lp, m, mb, d, gpu] in PROBES {
+                let x = crate::perf::PerfInputs {
+                    workers: w,
+                    ps: p,
+                    worker_cores: lw + gpu * self.gpu_core_equiv,
+                    ps_cores: lp,
+                    batch: m,
+                    dense_mb: mb,
+                    bandwidth_mb_s: self.bandwidth_mb_s,
+                    emb_dim: d,
+                };
+                for b in crate::perf::throughput(&params, &x).to_bits().to_le_bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+            }
+        }
+        format!("{h:016x}")
+    }
+
     /// The truth of `kind`: explicit `params`, else the calibration's (a file's kinds were
     /// merged into `params` by [`Scenario::load`]), else the built-in defaults.
     pub fn params_for(&self, kind: ModelKind) -> ThroughputParams {
@@ -245,6 +283,9 @@ pub struct Scenario {
     pub trace_observations: bool,
     /// The online jobs, validated, with the rate series they follow.
     pub online: Vec<crate::online::OnlineInput>,
+    /// What the scenario loads but a user should hear about, one line each (the CLI prints
+    /// them on stderr): a trace imported under another ground truth ([`stale_import`]).
+    pub warnings: Vec<String>,
 }
 
 /// A trace file a run reads as it goes: validated whole when the scenario loaded.
@@ -344,6 +385,7 @@ impl Scenario {
         let nodes = load_nodes(path, text, base, &file.cluster)?;
         let mut online = load_online(path, text, base, &file.online, &nodes)?;
         let cap = crate::settings::time_cap_s(file.timeline_interval_s);
+        let mut warnings = Vec::new();
         let (jobs, trace_path, lines) = match (&file.trace, &file.generate) {
             (Some(_), Some(_)) => {
                 return Err(at(
@@ -373,6 +415,7 @@ impl Scenario {
                     count += 1;
                 }
                 trace_online(&tp, &reader.online, &nodes, &mut online)?;
+                let warnings = stale_import(&tp, &reader.header, &file.truth);
                 return Ok(Scenario {
                     path: path.to_path_buf(),
                     file,
@@ -385,12 +428,14 @@ impl Scenario {
                     keep_ended: true,
                     trace_observations: false,
                     online,
+                    warnings,
                 });
             }
             (Some(t), None) => {
                 let tp = base.join(t);
                 let trace = read_trace(&tp)?;
                 trace_online(&tp, &trace.online, &nodes, &mut online)?;
+                warnings = stale_import(&tp, &trace.header, &file.truth);
                 (trace.jobs, tp, trace.lines)
             }
             (None, Some(g)) => {
@@ -410,8 +455,34 @@ impl Scenario {
             keep_ended: true,
             trace_observations: false,
             online,
+            warnings,
         })
     }
+}
+
+/// The warning for a trace whose header records the truth its steps were synthesised
+/// under (`source.truth`, written by `dlsim trace import`) when this scenario's truth has
+/// another [`TruthSettings::fingerprint`]: its jobs no longer last their recorded
+/// durations under `static`. Nothing for a trace without the record (generated, written
+/// by hand, or imported before it existed).
+fn stale_import(
+    trace: &Path,
+    header: &dlsim_traces::TraceHeader,
+    truth: &TruthSettings,
+) -> Vec<String> {
+    let Some(recorded) = header.source.get("truth").and_then(|v| v.as_str()) else {
+        return Vec::new();
+    };
+    let now = truth.fingerprint();
+    if recorded == now {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}: its steps were synthesised at import under another ground truth (truth {recorded}, \
+         this replay's {now}), so its jobs no longer last their recorded durations; import \
+         the source again with this build (or keep the old truth in the scenario)",
+        trace.display()
+    )]
 }
 
 /// Refuses a trace job whose id an online job has (`jobs.csv` holds both, by id).

@@ -51,10 +51,11 @@ pub fn scenario(sweep: &Sweep, point: &Point) -> Result<Scenario, InputError> {
     })
 }
 
-/// Fails on the first point whose scenario or policy does not load, before anything runs.
-/// Each group of scenario parameters is loaded once; a generated workload, which depends
-/// on the seed, is loaded (generated and checked) for every seed.
-pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
+/// Fails on the first point whose scenario or policy does not load, before anything runs;
+/// returns the scenarios' warnings ([`Scenario::warnings`]), each once. Each group of
+/// scenario parameters is loaded once; a generated workload, which depends on the seed, is
+/// loaded (generated and checked) for every seed.
+pub fn validate(sweep: &Sweep) -> Result<Vec<String>, InputError> {
     let generated = sweep.scenario_json.get("generate").is_some()
         || sweep
             .points()
@@ -64,9 +65,16 @@ pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
     // cluster holds would reject every launch.
     let mut nodes = std::collections::BTreeMap::new();
     let mut checked = std::collections::BTreeSet::new();
+    let mut warnings: Vec<String> = Vec::new();
     for p in sweep.points() {
         if !nodes.contains_key(&p.group()) || generated {
-            nodes.insert(p.group(), scenario(sweep, p)?.nodes);
+            let s = scenario(sweep, p)?;
+            for w in s.warnings {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+            nodes.insert(p.group(), s.nodes);
         }
         if checked.insert((p.group(), p.policy.clone())) {
             if let Ok(policy) = dlsim_policies::build(&p.policy) {
@@ -78,7 +86,7 @@ pub fn validate(sweep: &Sweep) -> Result<(), InputError> {
             }
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// The scenario parameters a point runs with, for an error message.

@@ -35,12 +35,11 @@
 //!    of the job's current throughput per core (waived while the job has been seen at
 //!    fewer than 4 configurations: the model's gains are then extrapolations, and taking
 //!    any predicted gain also teaches the fit), a job's cores stay within `quota`
-//!    (default 4) times its request, or within `max_cores` cores whatever it requested
-//!    (DLRover's C_total, for the papers' single-job experiments) (a warm start may begin
-//!    above it: it copies similar
-//!    jobs' final configurations; ARCHITECTURE.md says why it is not capped, but what it
-//!    asks beyond the request must fit the capacity the greedy would hand out now, else the
-//!    job starts as requested: [`admits_beyond_request`]), 10% of the
+//!    (default 4) times its request, or within `max_cores` whatever it requested (DLRover's
+//!    C_total, for the papers' single-job experiments); a warm start may begin above that
+//!    (it copies similar jobs' final configurations; ARCHITECTURE.md says why it is not
+//!    capped, but what it asks beyond the request must fit the capacity the greedy would
+//!    hand out now, else the job starts as requested: [`admits_beyond_request`]); 10% of the
 //!    cluster is kept free for arrivals, and a job whose last plan changed nothing is
 //!    re-planned less often (up to every 4 intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow

@@ -428,6 +428,14 @@ impl Job {
     }
 
     /// Embedding memory, summed over PS, after the samples seen so far.
+    /// The model's parameters in millions when the job ended (or now): the dense ones at 4
+    /// bytes, the embeddings grown so far at 8 (a value and an Adagrad slot, as the
+    /// generator sizes them: `dlsim_traces::generator`). DLRover Table 3's "parameters".
+    pub fn params_m(&self) -> f64 {
+        let samples = self.steps_done() as f64 * f64::from(self.spec.batch_size);
+        self.spec.dense_mb / 4.0 + self.emb_mb(samples) / 8.0
+    }
+
     pub(crate) fn emb_mb(&self, samples: f64) -> f64 {
         self.spec.emb_mb_initial + self.spec.emb_mb_per_msample * samples / 1e6
     }

@@ -365,7 +365,7 @@ fn job_row(out: &mut String, j: &Job) {
     let u = &j.usage;
     writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
         j.spec.id,
         j.spec.user,
         j.spec.model,
@@ -411,7 +411,7 @@ fn job_row(out: &mut String, j: &Job) {
         j.launched.map(|c| c.ps.to_string()).unwrap_or_default(),
         // Seconds from the start of training to the last elastic change (0: never changed).
         opt_s(j.start().map(|s| j.last_rescale.map_or(s, |r| r.max(s)) - s)),
-        format!("{:.3}", j.params_m()),
+        j.params_m(),
     )
     .expect("writing to a String cannot fail");
 }

@@ -163,6 +163,52 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     assert!(stderr(&o).contains("unknown paper"));
 }
 
+#[test]
+fn an_arm_whose_pods_no_node_holds_is_refused_before_anything_runs() {
+    // The DLRover manifest and its scenarios at the depth their trace paths expect
+    // (`../../../traces/paper/`), with one arm sized past the small cluster's 32-core nodes.
+    let root = scratch("reproduce-big-arm");
+    let papers = root.join("a").join("b");
+    let dlrover = papers.join("dlrover");
+    std::fs::create_dir_all(&dlrover).unwrap();
+    for entry in std::fs::read_dir(repo().join("scenarios/paper/dlrover")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dlrover.join(path.file_name().unwrap())).unwrap();
+    }
+    let traces = root.join("traces").join("paper");
+    std::fs::create_dir_all(&traces).unwrap();
+    for entry in std::fs::read_dir(repo().join("traces/paper")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, traces.join(path.file_name().unwrap())).unwrap();
+    }
+    let text = std::fs::read_to_string(dlrover.join("paper.json")).unwrap();
+    assert!(text.contains("\"es\": \"es\","), "the Fig. 9 arms changed");
+    std::fs::write(
+        dlrover.join("paper.json"),
+        text.replacen("\"es\": \"es\",", "\"es\": \"es[worker_cpu=33]\",", 1),
+    )
+    .unwrap();
+    let out = root.join("out");
+    let o = dlsim(&[
+        "reproduce",
+        "--paper",
+        "dlrover",
+        "--papers-dir",
+        path_str(&papers),
+        "--out",
+        path_str(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("paper.json")
+            && e.contains("worker_cpu=33")
+            && e.contains("larger than any node"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
 /// PICASSO Table VI from the stated setup: each model's hit ratio rises with the hot
 /// storage and saturates (the last doubling adds less than the first); a setup out of range
 /// is refused before anything runs, naming the field.

@@ -155,10 +155,9 @@ fn prepare(
     let path = p.dir().join(name);
     let arm = |e: &dyn std::fmt::Display| format!("{}: arm `{spec}`: {e}", p.path.display());
     let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
-    Ok(Some(Prepared(
-        Box::new(sc),
-        dlsim_policies::build(spec).map_err(|e| arm(&e))?,
-    )))
+    let policy = dlsim_policies::build(spec).map_err(|e| arm(&e))?;
+    sc.check_policy_pods(policy.as_ref()).map_err(|e| arm(&e))?;
+    Ok(Some(Prepared(Box::new(sc), policy)))
 }
 
 use dlsim_model::Scenario;

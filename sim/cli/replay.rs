@@ -143,7 +143,7 @@ fn build_policy(
         }
     };
     let policy = dlsim_policies::build(spec).map_err(|e| bad(e.to_string()))?;
-    scenario.check_policy_pods(policy.as_ref()).map_err(bad)?;
+    dlsim_model::scenario::check_policy_pods(&scenario.nodes, policy.as_ref()).map_err(bad)?;
     Ok(policy)
 }
 

@@ -170,17 +170,11 @@ fn an_arm_whose_pods_no_node_holds_is_refused_before_anything_runs() {
     let root = scratch("reproduce-big-arm");
     let papers = root.join("a").join("b");
     let dlrover = papers.join("dlrover");
-    std::fs::create_dir_all(&dlrover).unwrap();
-    for entry in std::fs::read_dir(repo().join("scenarios/paper/dlrover")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dlrover.join(path.file_name().unwrap())).unwrap();
-    }
-    let traces = root.join("traces").join("paper");
-    std::fs::create_dir_all(&traces).unwrap();
-    for entry in std::fs::read_dir(repo().join("traces/paper")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, traces.join(path.file_name().unwrap())).unwrap();
-    }
+    copy_files(&repo().join("scenarios/paper/dlrover"), &dlrover);
+    copy_files(
+        &repo().join("traces/paper"),
+        &root.join("traces").join("paper"),
+    );
     let text = std::fs::read_to_string(dlrover.join("paper.json")).unwrap();
     assert!(text.contains("\"es\": \"es\","), "the Fig. 9 arms changed");
     std::fs::write(

@@ -53,6 +53,17 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Copies every file of folder `from` (not its subfolders) into `to`, created if missing.
+pub fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }

@@ -412,7 +412,7 @@ pub trait Policy {
     /// The cores this policy gives every pod of a role whatever the job asked, as
     /// (spec key, cores): `es[worker_cpu=3]` gives `[("worker_cpu", 3.0)]`. A run refuses
     /// a policy whose pods no node of its cluster could hold
-    /// ([`crate::scenario::Scenario::check_policy_pods`]), rather than rejecting every
+    /// ([`crate::scenario::check_policy_pods`]), rather than rejecting every
     /// launch. Most policies size pods from the job and the cluster and keep the default.
     fn pod_cores(&self) -> Vec<(&'static str, f64)> {
         Vec::new()

@@ -817,18 +817,10 @@ pub fn read_node_list(path: &Path) -> Result<Vec<Node>, InputError> {
     Ok(nodes)
 }
 
-impl Scenario {
-    /// Refuses a policy that gives every pod of a role more cores than any node of this
-    /// scenario's cluster has ([`crate::policy::Policy::pod_cores`]): every launch would
-    /// be rejected and the run would end with no job trained. The error names the spec
-    /// key; the caller adds where the spec came from.
-    pub fn check_policy_pods(&self, policy: &dyn crate::policy::Policy) -> Result<(), String> {
-        check_policy_pods(&self.nodes, policy)
-    }
-}
-
-/// [`Scenario::check_policy_pods`] on a cluster's `nodes` (none: nothing to check, as in
-/// an online scenario).
+/// Refuses a policy that gives every pod of a role more cores than any of a cluster's
+/// `nodes` has ([`crate::policy::Policy::pod_cores`]): every launch would be rejected and
+/// the run would end with no job trained. The error names the spec key; the caller adds
+/// where the spec came from. No nodes (an online scenario): nothing to check.
 pub fn check_policy_pods(nodes: &[Node], policy: &dyn crate::policy::Policy) -> Result<(), String> {
     if nodes.is_empty() {
         return Ok(());

@@ -261,20 +261,16 @@ impl Dlrover {
             None => ConfigDb::default(),
         };
         let seed = spec.f64_or("seed", 7.0)? as u64;
-        let cap = match (spec.params.contains_key("quota"), spec.params.get("max_cores")) {
-            (true, Some(_)) => return Err(bad("max_cores", "give quota or max_cores, not both")),
-            (_, Some(_)) => Cap::Cores(spec.f64_or("max_cores", 0.0)?),
-            (_, None) => Cap::Quota(spec.f64_or("quota", 4.0)?),
+        let positive = |key: &str, default: f64| match spec.f64_or(key, default)? {
+            v if v > 0.0 => Ok(v),
+            _ => Err(bad(key, "must be a number > 0")),
         };
-        match cap {
-            Cap::Quota(q) if !(q > 0.0 && q.is_finite()) => {
-                return Err(bad("quota", "must be a number > 0"));
-            }
-            Cap::Cores(c) if !(c > 0.0 && c.is_finite()) => {
-                return Err(bad("max_cores", "must be a number > 0"));
-            }
-            _ => {}
-        }
+        let has = |key: &str| spec.params.contains_key(key);
+        let cap = match (has("quota"), has("max_cores")) {
+            (true, true) => return Err(bad("max_cores", "give quota or max_cores, not both")),
+            (_, true) => Cap::Cores(positive("max_cores", 0.0)?),
+            (_, false) => Cap::Quota(positive("quota", 4.0)?),
+        };
         Ok(Dlrover {
             warm_start: spec.bool_or("warm_start", true)?,
             search,

@@ -156,7 +156,7 @@ fn prepare(
     let arm = |e: &dyn std::fmt::Display| format!("{}: arm `{spec}`: {e}", p.path.display());
     let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
     let policy = dlsim_policies::build(spec).map_err(|e| arm(&e))?;
-    sc.check_policy_pods(policy.as_ref()).map_err(|e| arm(&e))?;
+    dlsim_model::scenario::check_policy_pods(&sc.nodes, policy.as_ref()).map_err(|e| arm(&e))?;
     Ok(Some(Prepared(Box::new(sc), policy)))
 }
 

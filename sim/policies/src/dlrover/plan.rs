@@ -736,8 +736,6 @@ mod tests {
         }
     }
 
-    /// A migration re-creates every pod, so it sizes worker memory to what a worker uses;
-    /// adding workers keeps their request.
     /// No plan sizes a worker below the cores it is seen to use (rounded up to a whole core),
     /// and the floor never rises above the current request, which stays feasible; the
     /// table path agrees bit for bit.
@@ -768,6 +766,8 @@ mod tests {
         assert_eq!(busy.config(&[5, 2, 0, 1]).worker_cpu, 3.5);
     }
 
+    /// A migration re-creates every pod, so it sizes worker memory to what a worker uses;
+    /// adding workers keeps their request.
     #[test]
     fn migrations_size_worker_memory_and_adding_workers_keeps_it() {
         let request = request(0);

@@ -5,9 +5,12 @@
 //! `max`; or `pNN`, a percentile), and recommends `ceil(stat / target)` workers. A rise is
 //! applied at once; a fall only when every recommendation of the last `defer_min` minutes
 //! is at or below it (deferred scale-down). It sees no traffic forecast and no backlog, and
-//! does not decide while a rescale is in progress or no pod reports.
+//! does not decide while a rescale is in progress or no pod reports, nor within an optional
+//! cooldown after a rescale (`cooldown_min`, [`Cooldown`], our addition: without one, the
+//! decision right after a rescale reads the rebuilding pods' 0% GPU, and through a backlog
+//! the deferred scale-down can step the job down a worker or two per rescale).
 
-use super::{num, Autoscaler, OnlinePodPhase, OnlineView};
+use super::{num, Autoscaler, Cooldown, OnlinePodPhase, OnlineView};
 use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use std::collections::VecDeque;
@@ -28,6 +31,7 @@ pub struct Autopilot {
     defer_min: f64,
     usage: VecDeque<(SimTime, f64)>,
     recs: VecDeque<(SimTime, u32)>,
+    cooldown: Cooldown,
 }
 
 /// `autopilot`'s parameters (`dlsim policies`).
@@ -40,6 +44,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("half_life_min", "number in [0.1, 10080]", "10", "half-life of stat=decayed (minutes)"),
         param("target", "number in [0.01, 1]", "0.8", "target GPU utilisation: workers = ceil(stat / target)"),
         param("defer_min", "number in [0, 10080]", "20", "scale down only if every recommendation of the last defer_min minutes allows it"),
+        param("cooldown_min", "number in [0, 1440]", "0", "act again only this long after a rescale ended (minutes; 0: no cooldown)"),
     ],
 };
 
@@ -72,6 +77,7 @@ impl Autopilot {
             defer_min: num(s, "defer_min", 20.0, 0.0, 10_080.0)?,
             usage: VecDeque::new(),
             recs: VecDeque::new(),
+            cooldown: Cooldown::from_spec(s)?,
         })
     }
 
@@ -106,6 +112,7 @@ impl Autoscaler for Autopilot {
         SimTime::from_secs(60)
     }
     fn decide(&mut self, view: &OnlineView) -> Option<u32> {
+        let may_act = self.cooldown.may_act(view);
         if view.rescaling {
             return None;
         }
@@ -136,6 +143,10 @@ impl Autoscaler for Autopilot {
             .is_some_and(|r| !keep(r.0, self.defer_min))
         {
             self.recs.pop_front();
+        }
+        // Usage and recommendations are recorded through the cooldown; it delays acting only.
+        if !may_act {
+            return None;
         }
         if rec >= view.target {
             return Some(rec);

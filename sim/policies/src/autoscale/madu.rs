@@ -2,9 +2,10 @@
 //! `workers = ceil(max forecast over the next window / capacity)`. The capacity is a
 //! constant samples/s per GPU; by default the lowest per-GPU rate of the offline profile (a
 //! conservative constant that holds at every profiled size), or `capacity=` in the spec.
-//! No stabilisation; no decision while a rescale is in progress.
+//! No stabilisation; no decision while a rescale is in progress, nor within an optional
+//! cooldown after one (`cooldown_min`, [`super::Cooldown`], our addition).
 
-use super::{forecaster, num, Autoscaler, OnlineView};
+use super::{forecaster, num, Autoscaler, Cooldown, OnlineView};
 use crate::{param, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::online::forecast::Forecaster;
@@ -14,6 +15,7 @@ pub struct Madu {
     forecaster: Forecaster,
     capacity: Option<f64>,
     window_min: Option<usize>,
+    cooldown: Cooldown,
 }
 
 /// `madu`'s parameters (`dlsim policies`).
@@ -24,6 +26,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("forecaster", "oracle|seasonal_naive|holt_winters", "holt_winters", "traffic forecaster (oracle: the true future rate, labelled in outputs)"),
         param("capacity", "number > 0", "-", "samples/s per GPU (default: the lowest per-GPU rate of the offline profile)"),
         param("window_min", "number in [1, 1440]", "-", "forecast window (minutes; default: the time a rescale takes)"),
+        param("cooldown_min", "number in [0, 1440]", "0", "act again only this long after a rescale ended (minutes; 0: no cooldown)"),
     ],
 };
 
@@ -49,6 +52,7 @@ impl Madu {
             forecaster: Forecaster::new(forecaster(s)?),
             capacity,
             window_min,
+            cooldown: Cooldown::from_spec(s)?,
         })
     }
 }
@@ -69,7 +73,7 @@ impl Autoscaler for Madu {
                 .fold(f64::INFINITY, f64::min);
             self.capacity = Some(per_gpu);
         }
-        if view.rescaling {
+        if !self.cooldown.may_act(view) {
             return None;
         }
         let window = self
@@ -91,5 +95,51 @@ impl Autoscaler for Madu {
             r["capacity_sps_per_gpu"] = c.into();
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsim_model::online::scenario::TrainMode;
+
+    /// A flat 10k samples/s, minute 60 of a 300-minute run, with or without a rescale
+    /// in progress.
+    fn view<'a>(now_min: u64, rescaling: bool, rates: &'a [f64]) -> OnlineView<'a> {
+        OnlineView {
+            now: SimTime::from_secs(now_min * 60),
+            target: 3,
+            pods: &[],
+            minute_rates: &rates[..now_min as usize],
+            backlog_samples: 0.0,
+            lag_s: 0.0,
+            rescaling,
+            mode: TrainMode::Sync,
+            profile: &[],
+            profile_repeats: 1,
+            max_workers: 32,
+            run_minutes: 300,
+            rescale_s: 540.0,
+            slo_lag_s: 1_200.0,
+            oracle: rates,
+        }
+    }
+
+    #[test]
+    fn a_cooldown_holds_decisions_after_a_rescale_and_none_is_the_default() {
+        let rates = vec![10_000.0; 300];
+        let spec = |s: &str| PolicySpec::parse(s).unwrap();
+        let mut cool =
+            Madu::from_spec(&spec("madu[forecaster=oracle,capacity=2000,cooldown_min=9]")).unwrap();
+        let mut plain = Madu::from_spec(&spec("madu[forecaster=oracle,capacity=2000]")).unwrap();
+        for m in [&mut cool, &mut plain] {
+            assert_eq!(m.decide(&view(60, false, &rates)), Some(5), "10k / 2k per GPU");
+            assert_eq!(m.decide(&view(61, true, &rates)), None, "never during a rescale");
+        }
+        // The rescale was last seen at minute 61: 9 minutes of cooldown end at minute 70.
+        assert_eq!(plain.decide(&view(62, false, &rates)), Some(5));
+        assert_eq!(cool.decide(&view(62, false, &rates)), None);
+        assert_eq!(cool.decide(&view(69, false, &rates)), None);
+        assert_eq!(cool.decide(&view(70, false, &rates)), Some(5));
     }
 }

@@ -103,8 +103,8 @@ mod tests {
     use super::*;
     use dlsim_model::online::scenario::TrainMode;
 
-    /// A flat 10k samples/s, minute 60 of a 300-minute run, with or without a rescale
-    /// in progress.
+    /// Minute `now_min` of a 300-minute run at a flat 10k samples/s, with or without a
+    /// rescale in progress.
     fn view<'a>(now_min: u64, rescaling: bool, rates: &'a [f64]) -> OnlineView<'a> {
         OnlineView {
             now: SimTime::from_secs(now_min * 60),

@@ -44,7 +44,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("half_life_min", "number in [0.1, 10080]", "10", "half-life of stat=decayed (minutes)"),
         param("target", "number in [0.01, 1]", "0.8", "target GPU utilisation: workers = ceil(stat / target)"),
         param("defer_min", "number in [0, 10080]", "20", "scale down only if every recommendation of the last defer_min minutes allows it"),
-        param("cooldown_min", "number in [0, 1440]", "0", "act again only this long after a rescale ended (minutes; 0: no cooldown)"),
+        super::COOLDOWN_PARAM,
     ],
 };
 

@@ -26,7 +26,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("forecaster", "oracle|seasonal_naive|holt_winters", "holt_winters", "traffic forecaster (oracle: the true future rate, labelled in outputs)"),
         param("capacity", "number > 0", "-", "samples/s per GPU (default: the lowest per-GPU rate of the offline profile)"),
         param("window_min", "number in [1, 1440]", "-", "forecast window (minutes; default: the time a rescale takes)"),
-        param("cooldown_min", "number in [0, 1440]", "0", "act again only this long after a rescale ended (minutes; 0: no cooldown)"),
+        super::COOLDOWN_PARAM,
     ],
 };
 

@@ -8,7 +8,7 @@
 //! applies it. The one exception is the oracle forecaster, which reads future rates through
 //! [`OnlineView::oracle_future`] and labels itself `oracle` in every output.
 
-use crate::{PolicySpec, SpecError};
+use crate::{param, ParamDoc, PolicySpec, SpecError};
 use dlsim_model::online::forecast::ForecasterKind;
 pub use dlsim_model::policy::{Autoscaler, MetricSample, OnlinePodPhase, OnlineView, PodObs};
 
@@ -86,15 +86,26 @@ pub(crate) struct Cooldown {
     last_rescaling: Option<dlsim_engine::SimTime>,
 }
 
+/// The `cooldown_min` parameter as each policy that takes it documents it.
+pub(crate) const COOLDOWN_PARAM: ParamDoc = param(
+    "cooldown_min",
+    "number in [0, 1440]",
+    "0",
+    "act again only this long after a rescale ended (minutes; 0: no cooldown)",
+);
+
 impl Cooldown {
     pub(crate) fn from_spec(s: &PolicySpec) -> Result<Self, SpecError> {
         Ok(Cooldown {
-            minutes: num(s, "cooldown_min", 0.0, 0.0, 1440.0)?,
+            minutes: num(s, COOLDOWN_PARAM.name, 0.0, 0.0, 1440.0)?,
             last_rescaling: None,
         })
     }
 
-    /// Records the view and says whether the controller may act now.
+    /// Records the view and says whether the controller may act now. The rescale's end is
+    /// the last decision tick that saw it in progress (a minute's resolution for `autopilot`
+    /// and `madu`), so the wait after its true end is short of `cooldown_min` by at most a
+    /// tick.
     pub(crate) fn may_act(&mut self, view: &OnlineView) -> bool {
         if view.rescaling {
             self.last_rescaling = Some(view.now);

@@ -295,6 +295,22 @@ fn print_summary(s: &Summary) {
         ("job mem util (used/alloc)", pct(s.mem_util_mean)),
         ("job GPU util (used/alloc)", pct(s.gpu_util_mean)),
         (
+            "pooled CPU util worker / PS",
+            format!(
+                "{} / {}",
+                pct(s.pooled_worker_cpu_util),
+                pct(s.pooled_ps_cpu_util)
+            ),
+        ),
+        (
+            "pooled mem util worker / PS",
+            format!(
+                "{} / {}",
+                pct(s.pooled_worker_mem_util),
+                pct(s.pooled_ps_mem_util)
+            ),
+        ),
+        (
             "cluster CPU used / alloc",
             format!("{} / {}", pct(s.cluster_cpu_util), pct(s.cluster_cpu_alloc)),
         ),

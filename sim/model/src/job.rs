@@ -203,6 +203,24 @@ pub struct UsageIntegrals {
     pub role_mem_used_mb_s: [f64; 2],
 }
 
+impl UsageIntegrals {
+    /// Adds another job's integrals to these (pooling over jobs).
+    pub fn add(&mut self, o: &UsageIntegrals) {
+        self.cpu_alloc_core_s += o.cpu_alloc_core_s;
+        self.cpu_used_core_s += o.cpu_used_core_s;
+        self.mem_alloc_mb_s += o.mem_alloc_mb_s;
+        self.mem_used_mb_s += o.mem_used_mb_s;
+        self.gpu_alloc_s += o.gpu_alloc_s;
+        self.gpu_used_s += o.gpu_used_s;
+        for k in 0..2 {
+            self.role_cpu_alloc_core_s[k] += o.role_cpu_alloc_core_s[k];
+            self.role_cpu_used_core_s[k] += o.role_cpu_used_core_s[k];
+            self.role_mem_alloc_mb_s[k] += o.role_mem_alloc_mb_s[k];
+            self.role_mem_used_mb_s[k] += o.role_mem_used_mb_s[k];
+        }
+    }
+}
+
 /// What the job's running pods give it right now: their counts, the parameter share the
 /// running PS hold, and the rate and resource use the truth gives them. Zero while the job
 /// waits; dropped when it ends ([`Job::end`]).

@@ -44,6 +44,17 @@ pub struct Summary {
     pub mem_util_mean: f64,
     /// Over jobs that hold GPUs; 0 when none do.
     pub gpu_util_mean: f64,
+    /// Pooled utilisation, as a cluster's utilisation plot shows its jobs (DLRover-RM
+    /// Fig. 14, DLRover Sec. 6.4): used / allocated summed over every job's life (core- and
+    /// MB-seconds), so each job weighs by what it held and for how long; overall and by
+    /// role. 0 when nothing was allocated. (The `*_util_mean` fields above weigh every job
+    /// alike: a job of two pods for a minute counts as much as one of a hundred for a day.)
+    pub pooled_cpu_util: f64,
+    pub pooled_mem_util: f64,
+    pub pooled_worker_cpu_util: f64,
+    pub pooled_ps_cpu_util: f64,
+    pub pooled_worker_mem_util: f64,
+    pub pooled_ps_mem_util: f64,
     /// Cluster-level utilisation: used / capacity, time-averaged over the trace's arrival
     /// window (first to last submission), so a long tail of one straggling job does not
     /// dilute it.
@@ -171,6 +182,8 @@ pub struct JobTally {
     failed: usize,
     submits: Option<(u64, u64)>,
     utils: [(f64, usize); 3],
+    /// Every ended job's usage integrals, summed (the pooled utilisation).
+    pooled: crate::job::UsageIntegrals,
     oom_kills: u64,
     pod_failures: u64,
     relaunches: u64,
@@ -221,6 +234,7 @@ impl JobTally {
                 *acc = (acc.0 + r, acc.1 + 1);
             }
         }
+        self.pooled.add(u);
         self.oom_kills += u64::from(j.oom_kills);
         self.pod_failures += u64::from(j.pod_failures);
         self.relaunches += u64::from(j.restarts[0] + j.restarts[1]);
@@ -261,6 +275,8 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         window
     };
     let util = |(s, n): (f64, usize)| if n == 0 { 0.0 } else { s / n as f64 };
+    let p = &t.pooled;
+    let pooled = |used: f64, alloc: f64| ratio(used, alloc).unwrap_or(0.0);
     let summary = Summary {
         scenario: x.scenario.to_string(),
         policy: x.policy.to_string(),
@@ -275,6 +291,12 @@ pub fn summarize(x: &SummaryInputs<'_>) -> Summary {
         cpu_util_mean: util(t.utils[0]),
         mem_util_mean: util(t.utils[1]),
         gpu_util_mean: util(t.utils[2]),
+        pooled_cpu_util: pooled(p.cpu_used_core_s, p.cpu_alloc_core_s),
+        pooled_mem_util: pooled(p.mem_used_mb_s, p.mem_alloc_mb_s),
+        pooled_worker_cpu_util: pooled(p.role_cpu_used_core_s[0], p.role_cpu_alloc_core_s[0]),
+        pooled_ps_cpu_util: pooled(p.role_cpu_used_core_s[1], p.role_cpu_alloc_core_s[1]),
+        pooled_worker_mem_util: pooled(p.role_mem_used_mb_s[0], p.role_mem_alloc_mb_s[0]),
+        pooled_ps_mem_util: pooled(p.role_mem_used_mb_s[1], p.role_mem_alloc_mb_s[1]),
         cluster_cpu_util: mean(tl.iter().map(|r| r.cpu_used))
             / cap.cpu_cores().max(f64::MIN_POSITIVE),
         cluster_mem_util: mean(tl.iter().map(|r| r.mem_used_mb))
@@ -318,6 +340,12 @@ impl Summary {
             ("cpu_util_mean", self.cpu_util_mean),
             ("mem_util_mean", self.mem_util_mean),
             ("gpu_util_mean", self.gpu_util_mean),
+            ("pooled_cpu_util", self.pooled_cpu_util),
+            ("pooled_mem_util", self.pooled_mem_util),
+            ("pooled_worker_cpu_util", self.pooled_worker_cpu_util),
+            ("pooled_ps_cpu_util", self.pooled_ps_cpu_util),
+            ("pooled_worker_mem_util", self.pooled_worker_mem_util),
+            ("pooled_ps_mem_util", self.pooled_ps_mem_util),
             ("cluster_cpu_util", self.cluster_cpu_util),
             ("cluster_mem_util", self.cluster_mem_util),
             ("cluster_gpu_util", self.cluster_gpu_util),
@@ -443,6 +471,90 @@ pub fn timeline_csv(rows: &[TimelineRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::UsageIntegrals;
+
+    /// The pooled utilisation weighs each job by the core- and MB-seconds it held; the
+    /// per-job mean weighs jobs alike.
+    #[test]
+    fn pooled_utilisation_weighs_jobs_by_what_they_held() {
+        // A 2-core worker for a minute at 50% CPU, 40% memory, and a 100-core worker for a
+        // day at 10% CPU, 20% memory; a PS only in the second job, at 30% CPU.
+        let small = UsageIntegrals {
+            role_cpu_alloc_core_s: [120.0, 0.0],
+            role_cpu_used_core_s: [60.0, 0.0],
+            role_mem_alloc_mb_s: [60_000.0, 0.0],
+            role_mem_used_mb_s: [24_000.0, 0.0],
+            cpu_alloc_core_s: 120.0,
+            cpu_used_core_s: 60.0,
+            mem_alloc_mb_s: 60_000.0,
+            mem_used_mb_s: 24_000.0,
+            ..UsageIntegrals::default()
+        };
+        let day = 86_400.0;
+        let large = UsageIntegrals {
+            role_cpu_alloc_core_s: [100.0 * day, 10.0 * day],
+            role_cpu_used_core_s: [10.0 * day, 3.0 * day],
+            role_mem_alloc_mb_s: [1e5 * day, 1e4 * day],
+            role_mem_used_mb_s: [2e4 * day, 1e3 * day],
+            cpu_alloc_core_s: 110.0 * day,
+            cpu_used_core_s: 13.0 * day,
+            mem_alloc_mb_s: 1.1e5 * day,
+            mem_used_mb_s: 2.1e4 * day,
+            ..UsageIntegrals::default()
+        };
+        let mut pooled = UsageIntegrals::default();
+        pooled.add(&small);
+        pooled.add(&large);
+        let tally = JobTally {
+            pooled,
+            utils: [(0.5 + 13.0 / 110.0, 2), (0.4 + 2.1 / 11.0, 2), (0.0, 0)],
+            ..JobTally::new()
+        };
+        let s = summarize(&SummaryInputs {
+            scenario: "s",
+            policy: "p",
+            seed: 1,
+            jobs: &tally,
+            timeline: &[],
+            capacity: Resources::default(),
+            events: 0,
+            rejected_actions: 0,
+            online: &[],
+        });
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-4;
+        assert!(close(
+            s.pooled_worker_cpu_util,
+            (60.0 + 10.0 * day) / (120.0 + 100.0 * day)
+        ));
+        assert!(
+            close(s.pooled_worker_cpu_util, 0.1),
+            "the day-long job dominates"
+        );
+        assert!(close(s.pooled_ps_cpu_util, 0.3));
+        assert!(close(s.pooled_worker_mem_util, 0.2));
+        assert!(close(s.pooled_ps_mem_util, 0.1));
+        assert!(close(s.pooled_cpu_util, 13.0 / 110.0));
+        assert!(close(s.pooled_mem_util, 2.1 / 11.0));
+        // The per-job mean counts the minute-long job as much as the day-long one.
+        assert!(close(s.cpu_util_mean, (0.5 + 13.0 / 110.0) / 2.0));
+        // Nothing allocated: 0, not NaN.
+        let empty = summarize(&SummaryInputs {
+            jobs: &JobTally::new(),
+            ..SummaryInputs {
+                scenario: "s",
+                policy: "p",
+                seed: 1,
+                jobs: &tally,
+                timeline: &[],
+                capacity: Resources::default(),
+                events: 0,
+                rejected_actions: 0,
+                online: &[],
+            }
+        });
+        assert_eq!(empty.pooled_ps_cpu_util, 0.0);
+        assert!(empty.non_finite().is_none());
+    }
 
     #[test]
     fn median_by_selection_is_the_sorted_median() {

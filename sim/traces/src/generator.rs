@@ -32,16 +32,14 @@ pub struct GeneratorConfig {
     pub gpu_job_fraction: f64,
     /// Median ratio of requested to needed memory of every worker: lognormal with
     /// `mem_overprovision_sigma`, at least 1 and at most 32. The median is chosen so that
-    /// user configurations use 15.2% of their workers' memory (DLRover-RM Sec. 6.3's
-    /// "before" level; measured with `static` on
+    /// user configurations use 15.2% of their workers' memory pooled over the cluster
+    /// (used / allocated MB-seconds over every job, as DLRover-RM Fig. 14 plots the
+    /// cluster's; Sec. 6.3's "before" level; measured with `static` on
     /// `scenarios/paper/dlrover-rm/production.json`, see `traces/README.md`); the sigma
     /// (an assumption) spreads requests over round sizes from about 2x to 30x of the need.
     pub mem_overprovision_median: f64,
     /// The same for the PS of every job not in `mem_underprovision_share`, chosen so that
-    /// user configurations use 13.8% of their PSes' memory (DLRover-RM Sec. 6.3). It is
-    /// above the workers' since the users in `mem_underprovision_share` run their PSes
-    /// near full and pull the mean up by about 4 points (with the workers' 7 the PSes
-    /// averaged 17.4%).
+    /// user configurations use 13.8% of their PSes' memory, pooled (DLRover-RM Sec. 6.3).
     pub ps_mem_overprovision_median: f64,
     pub mem_overprovision_sigma: f64,
     /// Share of jobs whose PS memory request falls short of what their embeddings grow to
@@ -63,8 +61,8 @@ impl Default for GeneratorConfig {
             peak_hour: 15.0,
             mean_steps: 249_000.0,
             gpu_job_fraction: 0.05,
-            mem_overprovision_median: 7.0,
-            ps_mem_overprovision_median: 9.5,
+            mem_overprovision_median: 5.5,
+            ps_mem_overprovision_median: 6.0,
             mem_overprovision_sigma: 0.55,
             mem_underprovision_share: 0.06,
             users: 200,

@@ -41,11 +41,25 @@ fn quickstart_writes_summary_jobs_and_timeline() {
         "cpu_util_mean",
         "mem_util_mean",
         "gpu_util_mean",
+        "pooled_cpu_util",
+        "pooled_mem_util",
+        "pooled_worker_cpu_util",
+        "pooled_ps_cpu_util",
+        "pooled_worker_mem_util",
+        "pooled_ps_mem_util",
         "makespan_s",
         "events",
     ] {
         assert!(summary.get(key).is_some(), "summary.json lacks {key}");
     }
+    for key in ["pooled_worker_cpu_util", "pooled_ps_mem_util"] {
+        let u = summary[key].as_f64().unwrap();
+        assert!(
+            u > 0.0 && u < 1.0,
+            "{key} = {u}: a share of what was allocated"
+        );
+    }
+    assert!(stdout(&o).contains("pooled CPU util worker / PS"));
     let submitted = summary["jobs_submitted"].as_u64().unwrap();
     let done =
         summary["jobs_completed"].as_u64().unwrap() + summary["jobs_failed"].as_u64().unwrap();

@@ -510,7 +510,7 @@ mod tests {
             utils: [(0.5 + 13.0 / 110.0, 2), (0.4 + 2.1 / 11.0, 2), (0.0, 0)],
             ..JobTally::new()
         };
-        let s = summarize(&SummaryInputs {
+        let inputs = SummaryInputs {
             scenario: "s",
             policy: "p",
             seed: 1,
@@ -520,7 +520,8 @@ mod tests {
             events: 0,
             rejected_actions: 0,
             online: &[],
-        });
+        };
+        let s = summarize(&inputs);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-4;
         assert!(close(
             s.pooled_worker_cpu_util,
@@ -538,19 +539,10 @@ mod tests {
         // The per-job mean counts the minute-long job as much as the day-long one.
         assert!(close(s.cpu_util_mean, (0.5 + 13.0 / 110.0) / 2.0));
         // Nothing allocated: 0, not NaN.
+        let none = JobTally::new();
         let empty = summarize(&SummaryInputs {
-            jobs: &JobTally::new(),
-            ..SummaryInputs {
-                scenario: "s",
-                policy: "p",
-                seed: 1,
-                jobs: &tally,
-                timeline: &[],
-                capacity: Resources::default(),
-                events: 0,
-                rejected_actions: 0,
-                online: &[],
-            }
+            jobs: &none,
+            ..inputs
         });
         assert_eq!(empty.pooled_ps_cpu_util, 0.0);
         assert!(empty.non_finite().is_none());

@@ -45,9 +45,10 @@ pub struct Summary {
     /// Over jobs that hold GPUs; 0 when none do.
     pub gpu_util_mean: f64,
     /// Pooled utilisation, as a cluster's utilisation plot shows its jobs (DLRover-RM
-    /// Fig. 14, DLRover Sec. 6.4): used / allocated summed over every job's life (core- and
-    /// MB-seconds), so each job weighs by what it held and for how long; overall and by
-    /// role. 0 when nothing was allocated. (The `*_util_mean` fields above weigh every job
+    /// Fig. 14, DLRover Sec. 6.4): used / allocated summed over every batch job's life
+    /// (core- and MB-seconds), so each job weighs by what it held and for how long; overall
+    /// and by role. 0 when nothing was allocated (a run of online jobs only, or a role no job
+    /// has, such as PS on an all-reduce trace). (The `*_util_mean` fields above weigh every job
     /// alike: a job of two pods for a minute counts as much as one of a hundred for a day.)
     pub pooled_cpu_util: f64,
     pub pooled_mem_util: f64,

@@ -317,15 +317,8 @@ mod tests {
 
     #[test]
     fn eq7_plan_follows_the_forecast_before_the_load_arrives() {
-        use dlsim_model::online::throughput::{profile, Truth};
         use dlsim_model::policy::OnlineView;
-        let truth = Truth {
-            mode: TrainMode::Sync,
-            theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
-            wp_ratio: 1.0,
-        };
-        let mut rng = dlsim_engine::RngStreams::new(3).stream("p");
-        let prof = profile(&truth, &[1, 2, 4, 8, 16, 32], 2, 0.0, &mut rng);
+        let (truth, prof) = sync_job();
         // Flat 30k samples/s for an hour, then 120k from minute 65 on (oracle forecaster).
         let rates = vec![30_000.0; 60];
         let future: Vec<f64> = (60..300)
@@ -405,15 +398,8 @@ mod tests {
     /// would not; `damp=off` takes every rise the plan asks for.
     #[test]
     fn damping_defers_a_scale_up_the_current_level_can_carry() {
-        use dlsim_model::online::throughput::{profile, Truth};
         use dlsim_model::policy::OnlineView;
-        let truth = Truth {
-            mode: TrainMode::Sync,
-            theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
-            wp_ratio: 1.0,
-        };
-        let mut rng = dlsim_engine::RngStreams::new(3).stream("p");
-        let prof = profile(&truth, &[1, 2, 4, 8, 16, 32], 2, 0.0, &mut rng);
+        let (truth, prof) = sync_job();
         let kale = |spec: &str| Kale::from_spec(&PolicySpec::parse(spec).unwrap()).unwrap();
         let held = w_for(&truth, 60_000.0) - 1;
         let level = truth.throughput(held);
@@ -450,6 +436,23 @@ mod tests {
         // Undamped, the plan's one-worker rise is taken at once.
         let off = decide("kale[forecaster=oracle,drain_min=0,damp=off]", &slight, 0.0);
         assert!(off.unwrap() > held, "{off:?}");
+    }
+
+    /// A synchronous job's true throughput and a noise-free offline profile of it (two
+    /// repeats at 1-32 workers).
+    fn sync_job() -> (
+        dlsim_model::online::throughput::Truth,
+        Vec<dlsim_model::online::throughput::ProfilePoint>,
+    ) {
+        use dlsim_model::online::throughput::{profile, Truth};
+        let truth = Truth {
+            mode: TrainMode::Sync,
+            theta: vec![1e-6, 6e-5, 1.5e-5, 5e-7, 5e-6, 1e-8, 2e-8],
+            wp_ratio: 1.0,
+        };
+        let mut rng = dlsim_engine::RngStreams::new(3).stream("p");
+        let prof = profile(&truth, &[1, 2, 4, 8, 16, 32], 2, 0.0, &mut rng);
+        (truth, prof)
     }
 
     /// The fewest workers whose true throughput exceeds `rate`.

@@ -1,9 +1,10 @@
 //! `dlsim reproduce`: runs the paper experiments of `scenarios/paper/<paper>/paper.json`
 //! (seeds paired across arms, in parallel, with a progress bar) and writes `reproduce.md`,
 //! `reproduce.html` and `reproduce.json` into `--out`, all at once (a temporary folder
-//! renamed into place). `--check FILE` compares the run with a committed reproduction and
-//! exits 1 when a row's direction flips or its value leaves its band (see
-//! `dlsim_reproduce::render`).
+//! renamed into place). `--check FILE` compares the run with a committed reproduction: it
+//! prints what moved (the counts within ±25% and agreeing before and after, and each row
+//! that crossed the band or changed direction) and exits 1 when a row's direction flips or
+//! its value leaves its band (see `dlsim_reproduce::render`).
 
 use crate::BadInput;
 use clap::Args;
@@ -33,8 +34,9 @@ pub struct ReproduceArgs {
     /// Folder of the paper manifests.
     #[arg(long, default_value = "scenarios/paper")]
     pub papers_dir: PathBuf,
-    /// A committed reproduce.json to check this run against (exit 1 on a flipped direction
-    /// or a value out of its band).
+    /// A committed reproduce.json to compare this run with: prints the rows that crossed
+    /// the ±25% band or changed direction, and exits 1 on a flipped direction or a value
+    /// out of its band.
     #[arg(long)]
     pub check: Option<PathBuf>,
     /// Print nothing but errors and the headline.
@@ -111,6 +113,12 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(c) = committed {
+        for line in render::movement(&report, &c) {
+            println!(
+                "against {}: {line}",
+                args.check.as_ref().expect("checked").display()
+            );
+        }
         let problems = render::check(&report, &c);
         if !problems.is_empty() {
             for p in &problems {

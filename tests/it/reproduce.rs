@@ -112,16 +112,40 @@ fn check_fails_when_a_value_leaves_its_committed_band() {
     std::fs::copy(out.join("reproduce.json"), &committed).unwrap();
     let o = run(&["--check", path_str(&committed)]);
     assert!(o.status.success(), "same run passes: {}", stderr(&o));
-    // Doctor the committed value: the same run now sits far outside its band.
+    // The experiment's three rows (steps, worker and PS cores), the same in both.
+    let within = read_report(&out)
+        .rows
+        .iter()
+        .filter(|r| r.within_25)
+        .count();
+    let said = stdout(&o);
+    assert!(
+        said.contains(&format!("within ±25%: {within} -> {within} of 3")),
+        "{said}"
+    );
+    // Doctor the committed value: the same run now sits far outside its band, and the
+    // committed row was outside the paper's ±25%.
     let mut r = read_report(&out);
     for x in &mut r.rows {
         x.ours = x.ours.map(|v| v * 3.0);
         x.ci95 = Some(0.0);
+        x.within_25 = false;
     }
     std::fs::write(&committed, serde_json::to_string(&r).unwrap()).unwrap();
     let o = run(&["--check", path_str(&committed)]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("left its band"), "{}", stderr(&o));
+    // What moved is printed too: the rows within the paper's band came into it (the
+    // steps are the calibration's anchor, always within).
+    let said = stdout(&o);
+    assert!(
+        said.contains(&format!("within ±25%: 0 -> {within} of 3")),
+        "{said}"
+    );
+    assert!(
+        said.contains("t1-xdfm-optimise-steps: into the ±25% band"),
+        "{said}"
+    );
 }
 
 #[test]

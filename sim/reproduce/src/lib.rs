@@ -48,6 +48,17 @@ pub enum Direction {
     NotApplicable,
 }
 
+impl Direction {
+    /// The name `reproduce.json` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Agrees => "agrees",
+            Direction::Flips => "flips",
+            Direction::NotApplicable => "not_applicable",
+        }
+    }
+}
+
 /// One published number and dlsim's.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RowResult {

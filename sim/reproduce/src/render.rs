@@ -257,6 +257,62 @@ pub fn html(r: &Report) -> String {
     s
 }
 
+/// What moved between the committed reproduction and `now`, for the one making a change:
+/// the counts within ±25% and agreeing in direction before and after (over the rows both
+/// runs computed, so a run of one paper compares with that paper's committed rows), then
+/// one line per row that crossed the ±25% band or changed direction. Informational: the
+/// pass or fail of `--check` is [`check`]'s.
+pub fn movement(now: &Report, committed: &Report) -> Vec<String> {
+    let pairs: Vec<(&RowResult, &RowResult)> = committed
+        .rows
+        .iter()
+        .filter_map(|c| Some((c, now.rows.iter().find(|n| n.id == c.id)?)))
+        .filter(|(c, n)| c.ours.is_some() && n.ours.is_some())
+        .collect();
+    let within = |now: bool| {
+        pairs
+            .iter()
+            .filter(|(c, n)| if now { n.within_25 } else { c.within_25 })
+            .count()
+    };
+    let agree = |now: bool| {
+        pairs
+            .iter()
+            .filter(|(c, n)| if now { n.direction } else { c.direction } == Direction::Agrees)
+            .count()
+    };
+    let with_direction = pairs
+        .iter()
+        .filter(|(c, _)| c.direction != Direction::NotApplicable)
+        .count();
+    let mut out = vec![format!(
+        "within ±25%: {} -> {} of {}; direction agrees: {} -> {} of {}",
+        within(false),
+        within(true),
+        pairs.len(),
+        agree(false),
+        agree(true),
+        with_direction
+    )];
+    for (c, n) in &pairs {
+        let (cv, nv) = (c.ours.expect("filtered"), n.ours.expect("filtered"));
+        let value = format!("{} -> {}, paper {}", num(cv), num(nv), num(c.paper_value));
+        if c.within_25 != n.within_25 {
+            let way = if n.within_25 { "into" } else { "out of" };
+            out.push(format!("{}: {way} the ±25% band ({value})", c.id));
+        }
+        if c.direction != n.direction {
+            out.push(format!(
+                "{}: direction {} -> {} ({value})",
+                c.id,
+                c.direction.as_str(),
+                n.direction.as_str()
+            ));
+        }
+    }
+    out
+}
+
 /// The rows of `now` that left the committed reproduction's band or flipped direction, one
 /// message each (empty = the check passes).
 pub fn check(now: &Report, committed: &Report) -> Vec<String> {
@@ -366,6 +422,37 @@ mod tests {
             .any(|m| m.starts_with("b:") && m.contains("flipped")));
         assert!(msgs.iter().any(|m| m.starts_with("c:")));
         assert!(!msgs.iter().any(|m| m.starts_with("a:")), "{msgs:?}");
+    }
+
+    #[test]
+    fn movement_counts_both_runs_and_names_the_rows_that_crossed() {
+        let committed = report(vec![
+            row("a", Some(-31.0), Direction::Agrees),
+            row("b", Some(-50.0), Direction::Agrees),
+            row("c", Some(10.0), Direction::Flips),
+            row("d", None, Direction::NotApplicable),
+        ]);
+        let now = report(vec![
+            row("a", Some(-32.0), Direction::Agrees),
+            row("b", Some(-28.0), Direction::Agrees),
+            row("c", Some(-60.0), Direction::Agrees),
+            row("d", Some(-30.0), Direction::Agrees),
+        ]);
+        let m = movement(&now, &committed);
+        // d was not computed before, so it is compared in neither run.
+        assert_eq!(
+            m[0],
+            "within ±25%: 1 -> 2 of 3; direction agrees: 2 -> 3 of 3"
+        );
+        assert!(m.iter().any(|l| l.starts_with("b: into the ±25% band")));
+        assert!(m
+            .iter()
+            .any(|l| l.starts_with("c: direction flips -> agrees")));
+        assert!(
+            !m.iter().any(|l| l.starts_with("a:") || l.starts_with("d:")),
+            "{m:?}"
+        );
+        assert_eq!(movement(&committed, &committed).len(), 1, "nothing moved");
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub(crate) mod post;
 mod warm;
 
 pub use greedy::weight;
-use greedy::{select, Candidate};
+use greedy::{select, Budget, Candidate};
 use plan::Search;
 use warm::{ConfigDb, DbEntry};
 
@@ -363,6 +363,7 @@ impl Dlrover {
                 config: c,
                 d_cpu: extra.cpu_cores() - now.cpu_cores(),
                 d_mem: extra.mem_mb as f64 - now.mem_mb as f64,
+                d_gpu: i64::from(extra.gpu) - i64::from(now.gpu),
             });
         }
         out
@@ -575,7 +576,7 @@ impl Policy for Dlrover {
                 }
             }
         }
-        let (mut free_cpu, mut free_mem) = greedy_budget(view);
+        let mut free = greedy_budget(view);
         // Stage 2: candidates per job, then the weighted greedy across jobs (Eq. 11-14).
         let mut planned: Vec<&JobView<'_>> = Vec::new();
         for job in &jobs {
@@ -618,7 +619,7 @@ impl Policy for Dlrover {
             planned.iter().map(|j| (j.request.id, j.config)).collect();
         for Candidate {
             job: id, config: c, ..
-        } in select(cands, &mut free_cpu, &mut free_mem, &mut busy)
+        } in select(cands, &mut free, &mut busy)
         {
             actions.push(if plan::worker_only(&now[&id], &c) {
                 Action::ScaleWorkers {
@@ -659,28 +660,37 @@ impl Policy for Dlrover {
 
 /// Whether the cluster can give a warm start what it asks beyond the user's request: the
 /// extra CPU and memory must fit the capacity the cluster-level greedy would hand out now
-/// (free, less pending pods, less a 10% reserve; Eq. 11-14's budget). A warm start is a
-/// plan like any other, and the cluster brain that makes it sees the cluster; when the
-/// extra does not fit, the job starts as the user asked and stage 2 grows it as capacity
-/// frees. Without this a saturated cluster (an imported HPC trace, a production peak)
-/// queued every job behind copies of larger ones.
+/// (free, less pending pods, less a 10% reserve; Eq. 11-14's budget), GPUs included. A warm start is a plan like any other,
+/// and the cluster brain that makes it sees the cluster; when the extra does not fit, the
+/// job starts as the user asked and stage 2 grows it as capacity frees. Without this a
+/// saturated cluster (an imported HPC trace, a production peak) queued every job behind
+/// copies of larger ones. (Until 2026-11-27 GPUs were not checked: a GPU job warm-started
+/// from CPU jobs asked for 36-48 GPU workers on the production day's 64 GPUs and failed to
+/// schedule.)
 fn admits_beyond_request(c: &JobConfig, requested: &JobConfig, view: &ClusterView<'_>) -> bool {
     let (want, asked) = (c.total(), requested.total());
     let extra_cpu = want.cpu_cores() - asked.cpu_cores();
     let extra_mem = want.mem_mb as f64 - asked.mem_mb as f64;
-    let (free_cpu, free_mem) = greedy_budget(view);
-    (extra_cpu <= 0.0 || extra_cpu <= free_cpu) && (extra_mem <= 0.0 || extra_mem <= free_mem)
+    let extra_gpu = i64::from(want.gpu) - i64::from(asked.gpu);
+    let free = greedy_budget(view);
+    (extra_cpu <= 0.0 || extra_cpu <= free.cpu)
+        && (extra_mem <= 0.0 || extra_mem <= free.mem)
+        && (extra_gpu <= 0 || extra_gpu <= free.gpu)
 }
 
-/// The CPU cores and memory (MB) the cluster-level greedy may hand out now: what nodes can
-/// still place, less what pending pods will take, less 10% of the cluster kept for
-/// arrivals.
-fn greedy_budget(view: &ClusterView<'_>) -> (f64, f64) {
-    let cpu = view.free.cpu_cores() - view.pending.cpu_cores() - 0.1 * view.capacity.cpu_cores();
-    let mem = view.free.mem_mb as f64
-        - view.pending.mem_mb as f64
-        - 0.1 * view.capacity.mem_mb as f64;
-    (cpu, mem)
+/// The CPU cores, memory (MB) and GPUs the cluster-level greedy may hand out now: what
+/// nodes can still place, less what pending pods will take, less 10% of the cluster kept
+/// for arrivals (of its GPUs, rounded down).
+fn greedy_budget(view: &ClusterView<'_>) -> Budget {
+    Budget {
+        cpu: view.free.cpu_cores() - view.pending.cpu_cores() - 0.1 * view.capacity.cpu_cores(),
+        mem: view.free.mem_mb as f64
+            - view.pending.mem_mb as f64
+            - 0.1 * view.capacity.mem_mb as f64,
+        gpu: i64::from(view.free.gpu)
+            - i64::from(view.pending.gpu)
+            - i64::from(view.capacity.gpu) / 10,
+    }
 }
 
 #[cfg(test)]

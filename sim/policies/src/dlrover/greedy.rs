@@ -2,7 +2,8 @@
 //! offers candidate plans from its Pareto front; a plan is worth its resource efficiency
 //! RE = throughput gain / resource cost, weighted by WG = 1 / (remaining time + eps)^rho so
 //! that jobs close to completion go first (rho = 2.5 in the paper). Plans are taken best
-//! first, at most one per job, while they fit in the free capacity.
+//! first, at most one per job, while they fit in the free capacity ([`Budget`]: CPU, memory
+//! and GPUs).
 
 use dlsim_model::policy::JobConfig;
 use std::collections::BTreeSet;
@@ -14,9 +15,26 @@ pub struct Candidate {
     pub score: f64,
     pub job: u64,
     pub config: JobConfig,
-    /// Extra cores and memory over the job's current allocation (negative: released).
+    /// Extra cores, memory and GPUs over the job's current allocation (negative: released).
     pub d_cpu: f64,
     pub d_mem: f64,
+    pub d_gpu: i64,
+}
+
+/// What the greedy may still hand out: cores, MB and GPUs (Eq. 13's `S`). GPUs count
+/// since 2026-11-27: before, GPU jobs grew their GPU workers on CPU and memory alone, took
+/// the production day's 64 GPUs and left GPU arrivals pending past the scheduling timeout.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub cpu: f64,
+    pub mem: f64,
+    pub gpu: i64,
+}
+
+impl Budget {
+    fn fits(&self, c: &Candidate) -> bool {
+        c.d_cpu <= self.cpu.max(0.0) && c.d_mem <= self.mem.max(0.0) && c.d_gpu <= self.gpu.max(0)
+    }
 }
 
 /// Eq. 13: the weight of a plan that would leave `remaining` samples at `throughput`
@@ -26,23 +44,23 @@ pub fn weight(remaining: f64, throughput: f64, rho: f64) -> f64 {
 }
 
 /// Eq. 11-14: takes candidates by descending score (ties by job id), at most one per job
-/// and skipping jobs already in `busy`, while their extra resources fit in the free CPU
-/// and memory; returns the chosen plans in the order taken. Freed resources (negative
-/// deltas) become available to the plans after them.
+/// and skipping jobs already in `busy`, while their extra resources fit in `free`; returns
+/// the chosen plans in the order taken. Freed resources (negative deltas) become available
+/// to the plans after them.
 pub fn select(
     mut candidates: Vec<Candidate>,
-    free_cpu: &mut f64,
-    free_mem: &mut f64,
+    free: &mut Budget,
     busy: &mut BTreeSet<u64>,
 ) -> Vec<Candidate> {
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.job.cmp(&b.job)));
     let mut chosen = Vec::new();
     for c in candidates {
-        if busy.contains(&c.job) || c.d_cpu > free_cpu.max(0.0) || c.d_mem > free_mem.max(0.0) {
+        if busy.contains(&c.job) || !free.fits(&c) {
             continue;
         }
-        *free_cpu -= c.d_cpu;
-        *free_mem -= c.d_mem;
+        free.cpu -= c.d_cpu;
+        free.mem -= c.d_mem;
+        free.gpu -= c.d_gpu;
         busy.insert(c.job);
         chosen.push(c);
     }
@@ -68,7 +86,30 @@ mod tests {
             },
             d_cpu,
             d_mem: d_cpu * 1_024.0,
+            d_gpu: 0,
         }
+    }
+
+    /// `cpu` cores, as many GB, no GPU.
+    fn budget(cpu: f64) -> Budget {
+        Budget {
+            cpu,
+            mem: cpu * 1_024.0,
+            gpu: 0,
+        }
+    }
+
+    #[test]
+    fn a_plan_needing_more_gpus_than_are_free_is_not_taken() {
+        let gpu = |job, d_gpu| Candidate {
+            d_gpu,
+            ..cand(job, 4, 1.0, 3_600.0, 2.5, 1.0)
+        };
+        let mut free = Budget { gpu: 2, ..budget(100.0) };
+        let chosen = select(vec![gpu(1, 3), gpu(2, 2), gpu(3, 1)], &mut free, &mut BTreeSet::new());
+        // Job 1 would take 3 of the 2 free GPUs; job 2 takes both, job 3 finds none.
+        assert_eq!(chosen.iter().map(|c| c.job).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(free.gpu, 0);
     }
 
     #[test]
@@ -78,21 +119,20 @@ mod tests {
         let near = cand(1, 4, 1.0, 3_600.0, 2.5, 8.0);
         let far = cand(2, 4, 10.0, 4.0 * 3_600.0, 2.5, 8.0);
         assert!((near.score / far.score - 32.0 / 10.0).abs() < 1e-6);
-        let (mut cpu, mut mem) = (8.0, 8.0 * 1_024.0);
-        let chosen = select(vec![far, near], &mut cpu, &mut mem, &mut BTreeSet::new());
+        let mut free = budget(8.0);
+        let chosen = select(vec![far, near], &mut free, &mut BTreeSet::new());
         assert_eq!(chosen.iter().map(|c| c.job).collect::<Vec<_>>(), vec![1]);
-        assert_eq!((cpu, mem), (0.0, 0.0));
+        assert_eq!((free.cpu, free.mem), (0.0, 0.0));
         // With rho = 0 only efficiency counts, and job 2 goes first.
-        let (mut cpu, mut mem) = (8.0, 8.0 * 1_024.0);
         let near = cand(1, 4, 1.0, 3_600.0, 0.0, 8.0);
         let far = cand(2, 4, 10.0, 4.0 * 3_600.0, 0.0, 8.0);
-        let chosen = select(vec![near, far], &mut cpu, &mut mem, &mut BTreeSet::new());
+        let chosen = select(vec![near, far], &mut budget(8.0), &mut BTreeSet::new());
         assert_eq!(chosen.iter().map(|c| c.job).collect::<Vec<_>>(), vec![2]);
     }
 
     #[test]
     fn never_exceeds_free_capacity_and_takes_one_plan_per_job() {
-        let (mut cpu, mut mem) = (10.0, 10.0 * 1_024.0);
+        let mut free = budget(10.0);
         let cands = vec![
             cand(1, 8, 5.0, 3_600.0, 2.5, 6.0),
             cand(1, 6, 4.0, 3_600.0, 2.5, 4.0), // job 1 again: skipped
@@ -100,23 +140,23 @@ mod tests {
             cand(3, 4, 2.0, 3_600.0, 2.5, 4.0), // fits exactly
             cand(4, 2, 1.0, 3_600.0, 2.5, 1.0), // nothing left
         ];
-        let chosen = select(cands, &mut cpu, &mut mem, &mut BTreeSet::new());
+        let chosen = select(cands, &mut free, &mut BTreeSet::new());
         assert_eq!(chosen.iter().map(|c| c.job).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(chosen[0].config.workers, 8);
-        assert!(cpu >= 0.0 && mem >= 0.0);
-        assert_eq!(cpu, 0.0);
+        assert!(free.cpu >= 0.0 && free.mem >= 0.0);
+        assert_eq!(free.cpu, 0.0);
     }
 
     #[test]
     fn a_shrinking_plan_frees_capacity_for_the_plans_after_it() {
-        let (mut cpu, mut mem) = (0.0, 0.0);
+        let mut free = budget(0.0);
         let shrink = cand(1, 2, 9.0, 3_600.0, 2.5, -4.0);
         let grow = cand(2, 6, 1.0, 3_600.0, 2.5, 4.0);
         let mut busy = BTreeSet::from([7]);
         let skipped = cand(7, 2, 100.0, 3_600.0, 2.5, -1.0);
-        let chosen = select(vec![grow, shrink, skipped], &mut cpu, &mut mem, &mut busy);
+        let chosen = select(vec![grow, shrink, skipped], &mut free, &mut busy);
         assert_eq!(chosen.iter().map(|c| c.job).collect::<Vec<_>>(), vec![1, 2]);
-        assert_eq!(cpu, 0.0);
+        assert_eq!(free.cpu, 0.0);
         assert_eq!(busy, BTreeSet::from([1, 2, 7]));
     }
 }

@@ -150,7 +150,10 @@ impl ConfigDb {
     }
 
     /// Alg. 1: the smoothed configuration of the top-k similar completed jobs, or `None`
-    /// (cold start) when none has the job's model kind and architecture.
+    /// (cold start) when none has the job's model kind and architecture (with or without
+    /// PS) on the same kind of worker (GPU or CPU): a CPU job's forty 5-core workers say
+    /// nothing about how many GPUs a GPU job needs (until 2026-11-27 a GPU job took them,
+    /// as GPU workers).
     pub fn warm_config(&self, job: &JobView<'_>, mu: f64) -> Option<JobConfig> {
         let r = job.request;
         let samples = r.steps as f64 * f64::from(r.batch_size);
@@ -161,7 +164,10 @@ impl ConfigDb {
         };
         let user = self.users.get(&r.user).copied();
         let scored = self.entries.iter().enumerate().filter_map(|(i, e)| {
-            if e.model != r.model || (e.config.ps == 0) != (r.requested.ps == 0) {
+            if e.model != r.model
+                || (e.config.ps == 0) != (r.requested.ps == 0)
+                || (e.config.worker_gpu > 0) != (r.requested.worker_gpu > 0)
+            {
                 return None;
             }
             let s = f64::from(u8::from(Some(self.user_ids[i]) == user))

@@ -114,8 +114,8 @@ impl JobState {
     /// When the job may be judged next; `None` while it does not train. After a (re)start:
     /// `sample` after it began training at its current counts, and at least `interval`
     /// after its last decision. A job that trains on unchanged since its last decision is
-    /// judged on the common grid of `interval` (every job at the same instants, so a long
-    /// replay pays one tick per interval for them all, as before per-job timing).
+    /// judged on the common grid of `interval`: every such job at the same instants, so a
+    /// long replay pays one tick per interval for all of them.
     fn due(&self, sample: SimTime, interval: SimTime) -> Option<SimTime> {
         let (_, since) = self.trained?;
         let after_sample = since.saturating_add(sample);
@@ -128,9 +128,7 @@ impl JobState {
             }
         })
     }
-}
 
-impl JobState {
     fn absorb(&mut self, job: &JobView<'_>) {
         for s in job.history {
             if self.seen_until.is_some_and(|t| s.time <= t) {

@@ -13,7 +13,11 @@
 //!    `start=spawn`, DLRover's cold start), add `spawn` workers while `s > theta`; when the
 //!    test fails, step back to the last passing size and stop scaling that job.
 //! 4. **Stragglers.** A running worker whose EWMA throughput (alpha 0.1, kept by the
-//!    profiler) is below 0.8 of the job's median is replaced by a pod of the same size.
+//!    profiler) is below 0.8 of the job's median, and whose latest reading is too, is
+//!    replaced by a pod of the same size. (Until 2026-11-27 the EWMA alone decided: when a
+//!    job grew, its older workers' EWMAs still carried the rates of the smaller job and
+//!    read as stragglers beside the new workers', so ES replaced a healthy worker at each
+//!    of its next ticks and DLRover-RM's Model-X under ES took 12 min for its second step.)
 //!
 //! ES scales workers only: PS count and every pod's CPU and memory stay as the user set
 //! them, or as `worker_cpu`, `ps_cpu` and `ps` set them at launch (DLRover Sec. 6.3 sized
@@ -301,7 +305,10 @@ impl Es {
         let pod = pick_straggler(
             &workers
                 .iter()
-                .map(|p| (p.id, p.ewma_samples_per_s))
+                .map(|p| {
+                    let latest = p.last.map_or(0.0, |s| s.samples_per_s);
+                    (p.id, p.ewma_samples_per_s, latest)
+                })
                 .collect::<Vec<_>>(),
         )?;
         let view = workers.iter().find(|p| p.id == pod)?;
@@ -315,22 +322,28 @@ impl Es {
     }
 }
 
-/// The slowest worker whose EWMA is below 0.8 of the median, given (pod, EWMA) pairs.
-pub fn pick_straggler(workers: &[(usize, f64)]) -> Option<usize> {
+/// The slowest worker (by EWMA) whose EWMA is below 0.8 of the median EWMA and whose latest
+/// reading is below 0.8 of the median latest reading, given (pod, EWMA, latest) triples:
+/// slow over time and slow now, so a worker whose EWMA still lags a change of the job's
+/// configuration is not taken for a straggler.
+pub fn pick_straggler(workers: &[(usize, f64, f64)]) -> Option<usize> {
     if workers.len() < STRAGGLER_MIN_WORKERS {
         return None;
     }
-    let mut rates: Vec<f64> = workers.iter().map(|w| w.1).collect();
-    rates.sort_by(f64::total_cmp);
-    let n = rates.len();
-    let median = if n % 2 == 1 {
-        rates[n / 2]
-    } else {
-        0.5 * (rates[n / 2 - 1] + rates[n / 2])
+    let median = |pick: fn(&(usize, f64, f64)) -> f64| {
+        let mut v: Vec<f64> = workers.iter().map(pick).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            0.5 * (v[n / 2 - 1] + v[n / 2])
+        }
     };
+    let (ewma, latest) = (median(|w| w.1), median(|w| w.2));
     workers
         .iter()
-        .filter(|w| w.1 < STRAGGLER_RATIO * median)
+        .filter(|w| w.1 < STRAGGLER_RATIO * ewma && w.2 < STRAGGLER_RATIO * latest)
         .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
         .map(|w| w.0)
 }
@@ -475,13 +488,20 @@ mod tests {
 
     #[test]
     fn straggler_is_the_slowest_worker_below_080_of_the_median() {
-        assert_eq!(pick_straggler(&[(1, 10.0), (2, 10.0), (3, 7.9)]), Some(3));
-        assert_eq!(pick_straggler(&[(1, 10.0), (2, 10.0), (3, 8.1)]), None);
+        let both = |v: &[(usize, f64)]| v.iter().map(|&(p, r)| (p, r, r)).collect::<Vec<_>>();
+        assert_eq!(pick_straggler(&both(&[(1, 10.0), (2, 10.0), (3, 7.9)])), Some(3));
+        assert_eq!(pick_straggler(&both(&[(1, 10.0), (2, 10.0), (3, 8.1)])), None);
         assert_eq!(
-            pick_straggler(&[(1, 10.0), (2, 2.0), (3, 5.0), (4, 10.0), (5, 10.0)]),
+            pick_straggler(&both(&[(1, 10.0), (2, 2.0), (3, 5.0), (4, 10.0), (5, 10.0)])),
             Some(2)
         );
-        assert_eq!(pick_straggler(&[(1, 10.0), (2, 1.0)]), None, "too few");
+        assert_eq!(pick_straggler(&both(&[(1, 10.0), (2, 1.0)])), None, "too few");
+        // An older worker whose EWMA still carries a smaller job's rate but whose latest
+        // reading is the others': not a straggler. Slow now as well: it is.
+        let lagging = [(1, 3.3, 6.0), (2, 6.0, 6.0), (3, 6.0, 6.1), (4, 5.9, 6.0)];
+        assert_eq!(pick_straggler(&lagging), None);
+        let slow = [(1, 3.3, 3.0), (2, 6.0, 6.0), (3, 6.0, 6.1), (4, 5.9, 6.0)];
+        assert_eq!(pick_straggler(&slow), Some(1));
     }
 
     #[test]

@@ -324,28 +324,8 @@ mod tests {
         let future: Vec<f64> = (60..300)
             .map(|m| if m < 65 { 30_000.0 } else { 120_000.0 })
             .collect();
-        let view = OnlineView {
-            now: SimTime::from_secs(3600),
-            target: 3,
-            pods: &[],
-            minute_rates: &rates,
-            backlog_samples: 0.0,
-            lag_s: 0.0,
-            rescaling: false,
-            mode: TrainMode::Sync,
-            profile: &prof,
-            profile_repeats: 2,
-            max_workers: 32,
-            run_minutes: 300,
-            rescale_s: 540.0,
-            slo_lag_s: 1_200.0,
-            oracle: &[],
-        };
         let full: Vec<f64> = rates.iter().copied().chain(future).collect();
-        let view = OnlineView {
-            oracle: &full,
-            ..view
-        };
+        let view = hour_one(&prof, &full, 3, 300);
         let kale = |spec: &str| Kale::from_spec(&PolicySpec::parse(spec).unwrap()).unwrap();
         // Eq. 7 alone (no backlog headroom): the fewest workers for the coming load.
         let w = kale("kale[forecaster=oracle,drain_min=0]")
@@ -410,21 +390,8 @@ mod tests {
         let steep = vec![level * 1.4; 400];
         let decide = |spec: &str, rates: &[f64], backlog: f64| -> Option<u32> {
             let v = OnlineView {
-                now: SimTime::from_secs(3600),
-                target: held,
-                pods: &[],
-                minute_rates: &rates[..60],
                 backlog_samples: backlog,
-                lag_s: 0.0,
-                rescaling: false,
-                mode: TrainMode::Sync,
-                profile: &prof,
-                profile_repeats: 2,
-                max_workers: 32,
-                run_minutes: 400,
-                rescale_s: 540.0,
-                slo_lag_s: 1_200.0,
-                oracle: rates,
+                ..hour_one(&prof, rates, held, 400)
             };
             kale(spec).decide(&v)
         };
@@ -436,6 +403,33 @@ mod tests {
         // Undamped, the plan's one-worker rise is taken at once.
         let off = decide("kale[forecaster=oracle,drain_min=0,damp=off]", &slight, 0.0);
         assert!(off.unwrap() > held, "{off:?}");
+    }
+
+    /// The job at minute 60 of a `run_minutes` run with `target` workers, no backlog and no
+    /// rescale under way: `oracle` holds every minute's rate, the first hour observed.
+    fn hour_one<'a>(
+        prof: &'a [dlsim_model::online::throughput::ProfilePoint],
+        oracle: &'a [f64],
+        target: u32,
+        run_minutes: usize,
+    ) -> dlsim_model::policy::OnlineView<'a> {
+        dlsim_model::policy::OnlineView {
+            now: SimTime::from_secs(3600),
+            target,
+            pods: &[],
+            minute_rates: &oracle[..60],
+            backlog_samples: 0.0,
+            lag_s: 0.0,
+            rescaling: false,
+            mode: TrainMode::Sync,
+            profile: prof,
+            profile_repeats: 2,
+            max_workers: 32,
+            run_minutes,
+            rescale_s: 540.0,
+            slo_lag_s: 1_200.0,
+            oracle,
+        }
     }
 
     /// A synchronous job's true throughput and a noise-free offline profile of it (two

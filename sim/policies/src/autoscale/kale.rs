@@ -230,24 +230,14 @@ impl Autoscaler for Kale {
             }
         }
         let drain_s = self.drain_min.map_or(view.slo_lag_s, |m| m * 60.0);
-        let desired = if desired != view.target && drain_s > 0.0 {
-            // The rescale's own backlog, drained within `drain_s` (module comment).
-            let now_rate = fc.first().copied().unwrap_or(0.0);
-            let extra = (view.backlog_samples + now_rate * view.rescale_s) / drain_s;
-            let sized = fc
-                .iter()
+        // The rescale's own backlog, drained within `drain_s` (module comment).
+        let now_rate = fc.first().copied().unwrap_or(0.0);
+        let desired = super::with_drain_headroom(view, desired, now_rate, drain_s, |extra| {
+            fc.iter()
                 .take(lead + 1)
                 .map(|&l| model.min_workers_for(l + extra, view.max_workers))
-                .fold(desired, u32::max);
-            if desired < view.target {
-                // Headroom may hold a scale-down back, never turn it into a scale-up.
-                sized.min(view.target)
-            } else {
-                sized
-            }
-        } else {
-            desired
-        };
+                .fold(0, u32::max)
+        });
         if desired != view.target {
             self.last_change = Some(view.now);
         }

@@ -116,3 +116,30 @@ impl Cooldown {
             .is_none_or(|t| view.now.as_ms() >= t.as_ms() + wait_ms)
     }
 }
+
+/// Backlog headroom for a rescale the policy already decided on (issue #18; `kale`'s and
+/// `madu`'s `drain_min`): a recreate rescale stops training for `R` seconds
+/// (`OnlineView::rescale_s`), so the new level must carry the load plus the backlog it
+/// finds and about `L R` samples of its own outage, drained within `drain_s` seconds.
+/// `workers_for(rate)` is the policy's own sizing (its model, its capacity constant);
+/// `desired` its load-only answer. The headroom may hold a scale-down back (to no change at
+/// most) but never turns it into a scale-up, and it is applied only when `desired` is a
+/// change, so it never triggers a rescale by itself.
+pub(crate) fn with_drain_headroom(
+    view: &OnlineView,
+    desired: u32,
+    now_rate: f64,
+    drain_s: f64,
+    workers_for: impl Fn(f64) -> u32,
+) -> u32 {
+    if desired == view.target || drain_s <= 0.0 {
+        return desired;
+    }
+    let extra = (view.backlog_samples + now_rate * view.rescale_s) / drain_s;
+    let sized = workers_for(extra).max(desired);
+    if desired < view.target {
+        sized.min(view.target)
+    } else {
+        sized
+    }
+}

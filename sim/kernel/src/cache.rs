@@ -206,12 +206,14 @@ fn binomial_pmf(n: u32, u: f64) -> Vec<f64> {
 }
 
 /// The expected per-batch hit ratio of unique IDs (PICASSO Table VI's measure) of a hot
-/// storage, as a function of its size, after HybridHash's warm-up of `warmup_batches`
-/// batches: the IDs it saw in the most warm-up batches are loaded until the storage is
-/// full (the kernel's [`HotCache`] counts an ID once per batch it appears in, as here).
+/// storage, as a function of its size, once HybridHash has counted `counted_batches`
+/// batches (its warm-up and, as its Algorithm 1 keeps counting after it, every batch
+/// since): the IDs it saw in the most counted batches are loaded until the storage is
+/// full (the kernel's [`HotCache`] counts an ID once per batch it appears in, as here, and
+/// never resets its counts).
 ///
 /// An ID drawn `N p` times per batch on average is in a batch (after de-duplication) with
-/// probability `u = 1 - exp(-N p)` (Poisson), so its warm-up count is Binomial(`warmup`,
+/// probability `u = 1 - exp(-N p)` (Poisson), so its count is Binomial(`counted_batches`,
 /// `u`). The cache takes IDs by falling count across all tables; at the count where it
 /// fills, a fraction of the tied IDs fits (taken at random, as ties carry no information;
 /// an ID never seen is never loaded). The hit ratio is the expected presence of the cached
@@ -222,7 +224,7 @@ fn binomial_pmf(n: u32, u: f64) -> Vec<f64> {
 /// can run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HitCurve {
-    /// Per warm-up count `k` (index): expected bytes of the IDs seen `k` times, and their
+    /// Per count `k` (index): expected bytes of the IDs seen `k` times, and their
     /// expected presence per batch.
     bytes: Vec<f64>,
     present: Vec<f64>,
@@ -232,8 +234,8 @@ pub struct HitCurve {
 }
 
 impl HitCurve {
-    pub fn new(tables: &[TableStream], warmup_batches: u32) -> Self {
-        let levels = warmup_batches.max(1) as usize + 1;
+    pub fn new(tables: &[TableStream], counted_batches: u32) -> Self {
+        let levels = counted_batches.max(1) as usize + 1;
         let mut c = HitCurve {
             bytes: vec![0.0; levels],
             present: vec![0.0; levels],
@@ -404,5 +406,28 @@ mod tests {
         assert_eq!(c2.split_into(&[9, 10], &mut rows, 1), vec![1]);
         assert_eq!(rows, [2.0, 0.0]);
         assert_eq!(c2.hit_ratio(), 0.5);
+    }
+
+    /// `TableStream::tables` counts identical tables: one stream of n tables is the curve
+    /// of n separate ones (the reproduction groups PICASSO's equal tables this way).
+    #[test]
+    fn a_stream_of_n_tables_is_n_streams_of_one() {
+        let one = TableStream {
+            tables: 1.0,
+            vocab: 5e6,
+            zipf_s: 0.8,
+            draws_per_batch: 4_096.0,
+            row_bytes: 64.0,
+        };
+        let seq = TableStream {
+            draws_per_batch: 50.0 * 4_096.0,
+            ..one
+        };
+        let grouped = HitCurve::new(&[TableStream { tables: 3.0, ..one }, seq], 50);
+        let apart = HitCurve::new(&[one, one, one, seq], 50);
+        for mb in [1.0, 16.0, 256.0] {
+            let (g, a) = (grouped.at(mb * 1e6), apart.at(mb * 1e6));
+            assert!(g > 0.0 && (g - a).abs() < 1e-9 * a, "{mb} MB: {g} vs {a}");
+        }
     }
 }

@@ -287,7 +287,9 @@ fn table_vocabs(sizes: manifest::TableSizes, n: usize, rows: f64) -> Vec<f64> {
 }
 
 /// PICASSO Table VI: the expected per-batch hit ratio of unique IDs of a hot storage of
-/// `MB` megabytes after HybridHash's warm-up (`dlsim_kernel::cache::HitCurve`), on the
+/// `MB` megabytes once HybridHash has counted `counted_batches` batches (its 100-batch
+/// warm-up and the batches since: Algorithm 1 keeps counting and re-flushes the top-k;
+/// `dlsim_kernel::cache::HitCurve`), on the
 /// paper's stated dataset: `params / emb_dim` rows spread over the tables by
 /// `table_sizes` (sequence features take the largest tables: they are behaviour sequences
 /// of item IDs), every table's IDs following the Zipf law under which 20% of them cover
@@ -300,21 +302,31 @@ fn picasso_hit_ratios(
     use dlsim_kernel::cache::{zipf_exponent_for_coverage, HitCurve, TableStream};
     let n = (s.tables + s.seq_tables) as usize;
     let vocabs = table_vocabs(s.table_sizes, n, s.params / s.emb_dim);
-    let streams: Vec<TableStream> = vocabs
-        .iter()
-        .enumerate()
-        .map(|(i, &vocab)| {
-            let seq = i >= s.tables as usize;
-            TableStream {
-                tables: 1.0,
-                vocab,
-                zipf_s: zipf_exponent_for_coverage(vocab, 0.2, s.top20_coverage),
-                draws_per_batch: s.batch * if seq { f64::from(s.seq_len) } else { 1.0 },
-                row_bytes: 4.0 * s.emb_dim,
+    // Tables of the same shape form one stream (`TableStream::tables`): with equal sizes
+    // the curve then costs two streams instead of one per table.
+    let mut streams: Vec<TableStream> = Vec::new();
+    for (i, &vocab) in vocabs.iter().enumerate() {
+        let seq = i >= s.tables as usize;
+        let t = TableStream {
+            tables: 1.0,
+            vocab,
+            zipf_s: zipf_exponent_for_coverage(vocab, 0.2, s.top20_coverage),
+            draws_per_batch: s.batch * if seq { f64::from(s.seq_len) } else { 1.0 },
+            row_bytes: 4.0 * s.emb_dim,
+        };
+        match streams.last_mut() {
+            Some(last)
+                if TableStream {
+                    tables: last.tables,
+                    ..t
+                } == *last =>
+            {
+                last.tables += 1.0
             }
-        })
-        .collect();
-    let curve = HitCurve::new(&streams, s.warmup_batches);
+            _ => streams.push(t),
+        }
+    }
+    let curve = HitCurve::new(&streams, s.counted_batches);
     mbs.iter()
         .map(|mb| {
             let bytes = mb.parse::<f64>().expect("validated") * 1e6;

@@ -62,8 +62,10 @@ pub struct PicassoSetup {
     pub table_sizes: TableSizes,
     /// Share of the draws that the most frequent 20% of a table's IDs cover.
     pub top20_coverage: f64,
-    /// Batches HybridHash counts before it loads the hot rows.
-    pub warmup_batches: u32,
+    /// Batches whose IDs HybridHash has counted when the hit ratio is read: its warm-up
+    /// and every batch since (Algorithm 1 keeps counting after the warm-up, line 20, and
+    /// flushes the top-k counts into the hot storage every `flush_iters`).
+    pub counted_batches: u32,
 }
 
 /// How a PICASSO model's parameters spread over its embedding tables.
@@ -105,8 +107,8 @@ impl PicassoSetup {
                 format!("must be in (0.2, 1), got {}", self.top20_coverage),
             ));
         }
-        if !(1..=10_000).contains(&self.warmup_batches) {
-            return Err(("warmup_batches", "must be in [1, 10000]".into()));
+        if !(1..=10_000).contains(&self.counted_batches) {
+            return Err(("counted_batches", "must be in [1, 10000]".into()));
         }
         Ok(())
     }

@@ -179,43 +179,27 @@ mod tests {
     #[test]
     fn a_rescale_is_sized_to_drain_its_backlog_and_outage_but_never_reverses() {
         let rates = vec![10_000.0; 300];
-        let madu = |s: &str| Madu::from_spec(&PolicySpec::parse(s).unwrap()).unwrap();
+        let decide = |spec: &str, target: u32, backlog_samples: f64| {
+            let mut m = Madu::from_spec(&PolicySpec::parse(spec).unwrap()).unwrap();
+            m.decide(&OnlineView {
+                target,
+                backlog_samples,
+                ..view(60, false, &rates)
+            })
+        };
+        let hour = "madu[forecaster=oracle,capacity=2000]";
         // Load alone: 10k / 2k = 5 workers, up from 3.
-        let bare = madu("madu[forecaster=oracle,capacity=2000,drain_min=0]")
-            .decide(&view(60, false, &rates));
-        assert_eq!(bare, Some(5));
+        let bare = "madu[forecaster=oracle,capacity=2000,drain_min=0]";
+        assert_eq!(decide(bare, 3, 0.0), Some(5));
         // With the default hour: the 9-min outage's 5.4M samples over 3,600 s add
         // 1,500 samples/s, so 11.5k / 2k -> 6 workers.
-        let drained =
-            madu("madu[forecaster=oracle,capacity=2000]").decide(&view(60, false, &rates));
-        assert_eq!(drained, Some(6));
+        assert_eq!(decide(hour, 3, 0.0), Some(6));
         // A backlog of its own is drained as well: + 36M / 3,600 s = 10k/s more -> 11.
-        let backlog = OnlineView {
-            backlog_samples: 3.6e7,
-            ..view(60, false, &rates)
-        };
-        assert_eq!(
-            madu("madu[forecaster=oracle,capacity=2000]").decide(&backlog),
-            Some(11)
-        );
+        assert_eq!(decide(hour, 3, 3.6e7), Some(11));
         // No change asked for, no headroom: a backlog alone never triggers a rescale.
-        let at_level = OnlineView {
-            target: 5,
-            ..backlog
-        };
-        assert_eq!(
-            madu("madu[forecaster=oracle,capacity=2000]").decide(&at_level),
-            Some(5)
-        );
+        assert_eq!(decide(hour, 5, 3.6e7), Some(5));
         // A scale-down (8 -> 5) the headroom would undo is held at the current level,
         // never turned into a scale-up.
-        let above = OnlineView {
-            target: 8,
-            ..backlog
-        };
-        assert_eq!(
-            madu("madu[forecaster=oracle,capacity=2000]").decide(&above),
-            Some(8)
-        );
+        assert_eq!(decide(hour, 8, 3.6e7), Some(8));
     }
 }

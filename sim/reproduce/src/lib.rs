@@ -314,13 +314,9 @@ fn picasso_hit_ratios(
             draws_per_batch: s.batch * if seq { f64::from(s.seq_len) } else { 1.0 },
             row_bytes: 4.0 * s.emb_dim,
         };
+        // The exponent follows from the vocabulary and the row size is the model's.
         match streams.last_mut() {
-            Some(last)
-                if TableStream {
-                    tables: last.tables,
-                    ..t
-                } == *last =>
-            {
+            Some(last) if last.vocab == vocab && last.draws_per_batch == t.draws_per_batch => {
                 last.tables += 1.0
             }
             _ => streams.push(t),

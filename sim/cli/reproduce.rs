@@ -4,7 +4,9 @@
 //! renamed into place). `--check FILE` compares the run with a committed reproduction: it
 //! prints what moved (the counts within ±25% and agreeing before and after, and each row
 //! that crossed the band or changed direction) and exits 1 when a row's direction flips or
-//! its value leaves its band (see `dlsim_reproduce::render`).
+//! its value leaves its band (see `dlsim_reproduce::render`). `--set` changes one of the
+//! manifests' choices for the run (`dlsim_reproduce::set`), so a diagnosis's "this choice
+//! moves the row by so much" is a command.
 
 use crate::BadInput;
 use clap::Args;
@@ -34,6 +36,13 @@ pub struct ReproduceArgs {
     /// Folder of the paper manifests.
     #[arg(long, default_value = "scenarios/paper")]
     pub papers_dir: PathBuf,
+    /// Change one choice of the manifests for this run, EXPERIMENT:KEY=VALUE (repeatable):
+    /// `table3:arms.madu=madu[drain_min=20]` (an arm's policy), `*:picasso.counted_batches=100`
+    /// (a PICASSO setup field), `production-day:cluster.groups.0.count=300` (a dotted path
+    /// into the experiment's scenario). EXPERIMENT `*` means every experiment the key fits.
+    /// The report lists the overrides and every row's command carries them.
+    #[arg(long = "set", value_name = "EXPERIMENT:KEY=VALUE")]
+    pub set: Vec<String>,
     /// A committed reproduce.json to compare this run with: prints the rows that crossed
     /// the ±25% band or changed direction, and exits 1 on a flipped direction or a value
     /// out of its band.
@@ -61,13 +70,20 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         return Err(BadInput("--threads: must be at least 1".into()).into());
     }
     let committed = args.check.as_ref().map(|p| read_report(p)).transpose()?;
+    let overrides = args
+        .set
+        .iter()
+        .map(|s| dlsim_reproduce::set::Override::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(BadInput)?;
     let opts = Options {
         root: args.papers_dir.clone(),
         papers,
         quick: args.quick,
         rows: args.row.iter().cloned().collect(),
+        overrides,
     };
-    let manifests = dlsim_reproduce::load(&opts).map_err(|e| BadInput(e.to_string()))?;
+    let manifests = dlsim_reproduce::load(&opts).map_err(BadInput)?;
     if !opts.rows.is_empty() {
         let known: Vec<&str> = manifests
             .iter()

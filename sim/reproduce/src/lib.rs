@@ -19,6 +19,7 @@
 pub mod manifest;
 pub mod metric;
 pub mod render;
+pub mod set;
 
 use manifest::{Compare, Paper, Source};
 use metric::RunData;
@@ -36,6 +37,8 @@ pub struct Options {
     pub quick: bool,
     /// Only the experiments holding these row ids (all when empty).
     pub rows: BTreeSet<String>,
+    /// `--set` overrides ([`set`]), applied on load.
+    pub overrides: Vec<set::Override>,
 }
 
 /// Whether dlsim moves the same way as the paper.
@@ -104,6 +107,9 @@ pub struct Report {
     /// Figures where the paper has one: drawn from seed 1 of each arm (full runs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<Figure>,
+    /// The `--set` overrides the run was made with ([`set`]): not the manifests' choices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 /// One figure: a titled set of lines, one per arm, written as `<name>.png` and `.svg`.
@@ -125,12 +131,17 @@ struct Task {
     seed: u64,
 }
 
-/// Loads the manifests of `opts.papers` (errors name file, line and field).
-pub fn load(opts: &Options) -> Result<Vec<Paper>, dlsim_traces::InputError> {
-    opts.papers
+/// Loads the manifests of `opts.papers` (errors name file, line and field) and applies
+/// the `--set` overrides (errors name the override).
+pub fn load(opts: &Options) -> Result<Vec<Paper>, String> {
+    let mut papers = opts
+        .papers
         .iter()
         .map(|p| Paper::load(&opts.root, p))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    set::apply(&mut papers, &opts.overrides)?;
+    Ok(papers)
 }
 
 /// Every scenario of every selected experiment must load under every arm before anything
@@ -162,7 +173,7 @@ fn prepare(
     let Source::Scenario(name) = &p.file.experiments[exp].source else {
         return Ok(None);
     };
-    let text = scenario_text(p, exp, quick, seed);
+    let text = scenario_text(p, exp, quick, seed)?;
     let path = p.dir().join(name);
     let arm = |e: &dyn std::fmt::Display| format!("{}: arm `{spec}`: {e}", p.path.display());
     let sc = Scenario::from_text(&path, &text).map_err(|e| e.to_string())?;
@@ -181,20 +192,24 @@ fn selected(p: &Paper, exp: usize, opts: &Options) -> bool {
             .any(|r| opts.rows.contains(&r.id))
 }
 
-/// The experiment's scenario text with its overrides and `seed` applied.
-fn scenario_text(p: &Paper, exp: usize, quick: bool, seed: u64) -> String {
+/// The experiment's scenario text with its overrides (the manifest's, then `--set`'s)
+/// and `seed` applied.
+fn scenario_text(p: &Paper, exp: usize, quick: bool, seed: u64) -> Result<String, String> {
     let e = &p.file.experiments[exp];
     let text = p.scenario_text[exp].as_deref().unwrap_or("{}");
     let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) else {
         // Not JSON: hand the text over unchanged so the loader reports where it breaks.
-        return text.to_string();
+        return Ok(text.to_string());
     };
     let quick_params = quick.then_some(&e.quick).into_iter().flatten();
     for (k, val) in e.params.iter().chain(quick_params) {
         dlsim_model::scenario::set_dotted(&mut v, k, val.clone());
     }
+    for (k, val) in &e.overrides {
+        set::set_path(&mut v, k, val.clone()).map_err(|why| format!("--set {k}: {why}"))?;
+    }
     dlsim_model::scenario::set_dotted(&mut v, "seed", serde_json::Value::from(seed));
-    serde_json::to_string_pretty(&v).expect("JSON values serialise")
+    Ok(serde_json::to_string_pretty(&v).expect("JSON values serialise"))
 }
 
 /// Makes one run. Errors are input errors found late (validated above, so none expected).
@@ -466,10 +481,14 @@ pub fn run(
                     error,
                     diagnosis: r.diagnosis.clone(),
                     command: format!(
-                        "dlsim reproduce --paper {} --row {}{} --out reports/runs/reproduce",
+                        "dlsim reproduce --paper {} --row {}{}{} --out reports/runs/reproduce",
                         p.file.paper,
                         r.id,
-                        if opts.quick { " --quick" } else { "" }
+                        if opts.quick { " --quick" } else { "" },
+                        opts.overrides
+                            .iter()
+                            .map(set::Override::shell_arg)
+                            .collect::<String>()
                     ),
                 });
             }
@@ -489,6 +508,7 @@ pub fn run(
         rows,
         not_expressible: unexpressed,
         figures,
+        overrides: opts.overrides.iter().map(|o| o.text.clone()).collect(),
     })
 }
 

@@ -41,7 +41,7 @@ pub enum Source {
 
 /// The ID stream and hot storage of a PICASSO hit-ratio experiment, from the paper's
 /// stated dataset (Table II) and batch (`dlsim_kernel::cache::HitCurve`).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PicassoSetup {
     /// One-hot embedding tables (one ID per sample each).
@@ -69,7 +69,7 @@ pub struct PicassoSetup {
 }
 
 /// How a PICASSO model's parameters spread over its embedding tables.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum TableSizes {
     Equal,
@@ -142,6 +142,9 @@ pub struct ExperimentFile {
     #[serde(default)]
     pub quick: BTreeMap<String, Value>,
     pub rows: Vec<RowFile>,
+    /// Scenario overrides from the command line (`--set`, [`crate::set`]), applied last.
+    #[serde(skip)]
+    pub overrides: Vec<(String, Value)>,
 }
 
 /// How dlsim's number is compared with the paper's.

@@ -96,6 +96,17 @@ pub fn markdown(r: &Report) -> String {
         if r.quick { " --quick" } else { "" },
         headline(r)
     );
+    if !r.overrides.is_empty() {
+        let _ = writeln!(
+            s,
+            "**Run with overrides (not the manifests' choices):** {}.\n",
+            r.overrides
+                .iter()
+                .map(|o| format!("`--set {o}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     s.push_str(
         "Each row is one number a paper publishes. *dlsim* is the mean over seeds with its 95% \
          Student t half-width; *dir* says whether dlsim moves the same way as the paper; *error* \
@@ -190,6 +201,17 @@ pub fn html(r: &Report) -> String {
         if r.quick { " --quick" } else { "" },
         esc(&headline(r))
     );
+    if !r.overrides.is_empty() {
+        let _ = write!(
+            s,
+            "<p><strong>Run with overrides (not the manifests' choices):</strong> {}.</p>",
+            r.overrides
+                .iter()
+                .map(|o| format!("<code>--set {}</code>", esc(o)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let mut paper = "";
     for row in &r.rows {
         if row.paper != paper {
@@ -396,6 +418,7 @@ mod tests {
             rows,
             not_expressible: vec![],
             figures: vec![],
+            overrides: vec![],
         }
     }
 

@@ -14,12 +14,13 @@
 //! (43% of minutes over the SLO, 9.9x HPA's lag where the paper's Madu has 0.32x). Kale's
 //! paper states no Madu algorithm, only that it over-allocates long into the peaks and does
 //! not optimise lag, so Madu's horizon is not the lag SLO (Kale's default) but an hour. The
-//! choice moves Table 3's Madu rows a lot (`scenarios/paper/kale`, 3 seeds; lag and
-//! downtime as multiples of HPA's, paper 0.32x and 1.17x): drain 20 min (the SLO) 0.63x /
-//! 0.79x, 30 min 0.42x / 0.87x, 45 min 0.43x / 0.99x, 60 min 0.52x / 1.10x, 70 min 0.58x /
-//! 1.16x, 80 min 1.18x / 1.26x, 120 min 1.47x / 1.46x. Both directions agree only from
-//! about 55 to 75 min: the hour is the round value inside that range, so this default is
-//! fitted to Table 3's directions and says nothing more about Madu than that.
+//! choice moves Table 3's Madu rows a lot (3 seeds, `dlsim reproduce --paper kale --set
+//! 'table3:arms.madu=madu[cooldown_min=9,drain_min=N]'`; lag and downtime as multiples of
+//! HPA's, paper 0.32x and 1.17x): drain 20 min (the SLO) 0.63x / 0.79x, 30 min 0.42x /
+//! 0.87x, 45 min 0.43x / 0.99x, 60 min 0.52x / 1.10x, 70 min 0.58x / 1.16x, 80 min 1.18x /
+//! 1.26x, 120 min 1.47x / 1.46x. Both directions agree only from about 55 to 75 min: the
+//! hour is the round value inside that range, so this default is fitted to Table 3's
+//! directions and says nothing more about Madu than that.
 
 use super::{forecaster, num, Autoscaler, Cooldown, OnlineView};
 use crate::{param, PolicyDoc, PolicySpec, SpecError};

@@ -11,6 +11,22 @@ fn read_report(dir: &std::path::Path) -> Report {
     serde_json::from_slice(&std::fs::read(dir.join("reproduce.json")).unwrap()).unwrap()
 }
 
+/// `dlsim reproduce --paper picasso --quiet` with `extra` flags into scratch folder `name`:
+/// its output and the `--out` it was given.
+fn picasso(name: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let out = scratch(name).join("r");
+    let mut args = vec![
+        "reproduce",
+        "--paper",
+        "picasso",
+        "--quiet",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(extra);
+    (dlsim(&args), out)
+}
+
 #[test]
 fn every_paper_manifest_and_scenario_loads() {
     let opts = Options {
@@ -234,15 +250,7 @@ fn an_arm_whose_pods_no_node_holds_is_refused_before_anything_runs() {
 /// is refused before anything runs, naming the field.
 #[test]
 fn picasso_hit_ratio_rises_and_saturates_and_a_bad_setup_names_its_field() {
-    let out = scratch("reproduce-picasso").join("r");
-    let o = dlsim(&[
-        "reproduce",
-        "--paper",
-        "picasso",
-        "--quiet",
-        "--out",
-        path_str(&out),
-    ]);
+    let (o, out) = picasso("reproduce-picasso", &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let report = read_report(&out);
     for model in ["wd", "can", "mmoe"] {
@@ -293,24 +301,10 @@ fn picasso_hit_ratio_rises_and_saturates_and_a_bad_setup_names_its_field() {
 /// fits nothing, or a value out of range, is refused before anything runs.
 #[test]
 fn set_overrides_a_choice_for_one_run_and_says_so() {
-    let run = |name: &str, extra: &[&str]| {
-        let out = scratch(name).join("r");
-        let mut args = vec![
-            "reproduce",
-            "--paper",
-            "picasso",
-            "--quiet",
-            "--out",
-            path_str(&out),
-        ];
-        args.extend_from_slice(extra);
-        let o = dlsim(&args);
-        (o, out)
-    };
-    let (o, plain) = run("reproduce-set-plain", &[]);
+    let (o, plain) = picasso("reproduce-set-plain", &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let set = "*:picasso.counted_batches=100";
-    let (o, warm_dir) = run("reproduce-set-warmup", &["--set", set]);
+    let (o, warm_dir) = picasso("reproduce-set-warmup", &["--set", set]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (plain, warm) = (read_report(&plain), read_report(&warm_dir));
     assert_eq!(warm.overrides, vec![set.to_string()]);
@@ -333,7 +327,7 @@ fn set_overrides_a_choice_for_one_run_and_says_so() {
         "*:picasso.counted_batches=0",
         "table6-wd:cluster.groups.0.count=3",
     ] {
-        let (o, out) = run("reproduce-set-bad", &["--set", bad]);
+        let (o, out) = picasso("reproduce-set-bad", &["--set", bad]);
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
         assert!(stderr(&o).contains(bad), "{bad}: {}", stderr(&o));
         assert!(!out.exists(), "{bad}: nothing written");

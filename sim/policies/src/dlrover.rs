@@ -672,10 +672,7 @@ fn admits_beyond_request(c: &JobConfig, requested: &JobConfig, view: &ClusterVie
     let extra_cpu = want.cpu_cores() - asked.cpu_cores();
     let extra_mem = want.mem_mb as f64 - asked.mem_mb as f64;
     let extra_gpu = i64::from(want.gpu) - i64::from(asked.gpu);
-    let free = greedy_budget(view);
-    (extra_cpu <= 0.0 || extra_cpu <= free.cpu)
-        && (extra_mem <= 0.0 || extra_mem <= free.mem)
-        && (extra_gpu <= 0 || extra_gpu <= free.gpu)
+    greedy_budget(view).admits(extra_cpu, extra_mem, extra_gpu)
 }
 
 /// The CPU cores, memory (MB) and GPUs the cluster-level greedy may hand out now: what

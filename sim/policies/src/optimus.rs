@@ -492,16 +492,11 @@ fn cores_at(config: &JobConfig, (p, w): (u32, u32)) -> f64 {
     f64::from(p) * config.ps_cpu + f64::from(w) * config.worker_cpu
 }
 
-/// A job the policy may rescale now: training at its configured counts, no rescale under
-/// way, its current counts measured at least once, and due ([`JobState::due`]).
+/// A job the policy may rescale now (after [`JobState::watch`] saw it this tick): with PS,
+/// its current counts measured at least once, and due ([`JobState::due`], which is `None`
+/// unless the job trains at its configured counts with no rescale under way).
 fn ready(job: &JobView<'_>, st: &JobState, now: SimTime, sample: SimTime, interval: SimTime) -> bool {
-    job.phase == JobPhase::Training
-        && !job.rescaling
-        && job.config.ps > 0
-        && job.running_ps == job.config.ps
-        && job.running_workers == job.config.workers
-        && st.points.contains_key(&(job.config.ps, job.config.workers))
-        && st.due(sample, interval).is_some_and(|t| now >= t)
+    job.config.ps > 0 && st.measured && st.due(sample, interval).is_some_and(|t| now >= t)
 }
 
 impl Optimus {

@@ -32,8 +32,9 @@ pub struct Budget {
 }
 
 impl Budget {
-    fn fits(&self, c: &Candidate) -> bool {
-        c.d_cpu <= self.cpu.max(0.0) && c.d_mem <= self.mem.max(0.0) && c.d_gpu <= self.gpu.max(0)
+    /// Whether extra cores, MB and GPUs fit what is left (a release always does).
+    pub fn admits(&self, d_cpu: f64, d_mem: f64, d_gpu: i64) -> bool {
+        d_cpu <= self.cpu.max(0.0) && d_mem <= self.mem.max(0.0) && d_gpu <= self.gpu.max(0)
     }
 }
 
@@ -55,7 +56,7 @@ pub fn select(
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.job.cmp(&b.job)));
     let mut chosen = Vec::new();
     for c in candidates {
-        if busy.contains(&c.job) || !free.fits(&c) {
+        if busy.contains(&c.job) || !free.admits(c.d_cpu, c.d_mem, c.d_gpu) {
             continue;
         }
         free.cpu -= c.d_cpu;

@@ -110,6 +110,23 @@ pub struct Report {
     /// The `--set` overrides the run was made with ([`set`]): not the manifests' choices.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// The experiments a `--row` run selected (`paper/experiment`); empty when the run
+    /// covered every experiment of its papers. `--check` looks for lost rows only there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experiments: Vec<String>,
+}
+
+impl Report {
+    /// Whether this run covered `experiment` of `paper` (so a committed row of it that
+    /// this run lacks is lost, not merely unselected).
+    pub fn covers(&self, paper: &str, experiment: &str) -> bool {
+        self.papers.iter().any(|p| p == paper)
+            && (self.experiments.is_empty()
+                || self
+                    .experiments
+                    .iter()
+                    .any(|e| e.split_once('/') == Some((paper, experiment))))
+    }
 }
 
 /// One figure: a titled set of lines, one per arm, written as `<name>.png` and `.svg`.
@@ -392,10 +409,14 @@ pub fn run(
     let mut rows = Vec::new();
     let mut unexpressed = Vec::new();
     let mut figures = Vec::new();
+    let mut experiments = Vec::new();
     for (pi, p) in papers.iter().enumerate() {
         for (ei, e) in p.file.experiments.iter().enumerate() {
             if !selected(p, ei, opts) {
                 continue;
+            }
+            if !opts.rows.is_empty() {
+                experiments.push(format!("{}/{}", p.file.paper, e.id));
             }
             let n = if opts.quick { e.quick_seeds } else { e.seeds };
             let seed1: Vec<(&String, &RunData)> = e
@@ -509,6 +530,7 @@ pub fn run(
         not_expressible: unexpressed,
         figures,
         overrides: opts.overrides.iter().map(|o| o.text.clone()).collect(),
+        experiments,
     })
 }
 

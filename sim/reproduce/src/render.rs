@@ -107,6 +107,13 @@ pub fn markdown(r: &Report) -> String {
                 .join(", ")
         );
     }
+    if !r.experiments.is_empty() {
+        let _ = writeln!(
+            s,
+            "**Only the experiments `--row` selected:** {}.\n",
+            r.experiments.join(", ")
+        );
+    }
     s.push_str(
         "Each row is one number a paper publishes. *dlsim* is the mean over seeds with its 95% \
          Student t half-width; *dir* says whether dlsim moves the same way as the paper; *error* \
@@ -210,6 +217,13 @@ pub fn html(r: &Report) -> String {
                 .map(|o| format!("<code>--set {}</code>", esc(o)))
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if !r.experiments.is_empty() {
+        let _ = write!(
+            s,
+            "<p><strong>Only the experiments <code>--row</code> selected:</strong> {}.</p>",
+            esc(&r.experiments.join(", "))
         );
     }
     let mut paper = "";
@@ -349,7 +363,7 @@ pub fn check(now: &Report, committed: &Report) -> Vec<String> {
     for c in &committed.rows {
         let Some(cv) = c.ours else { continue };
         let Some(n) = now.rows.iter().find(|r| r.id == c.id) else {
-            if now.papers.contains(&c.paper) {
+            if now.covers(&c.paper, &c.experiment) {
                 out.push(format!("{}: row is gone", c.id));
             }
             continue;
@@ -419,6 +433,7 @@ mod tests {
             not_expressible: vec![],
             figures: vec![],
             overrides: vec![],
+            experiments: vec![],
         }
     }
 
@@ -445,6 +460,27 @@ mod tests {
             .any(|m| m.starts_with("b:") && m.contains("flipped")));
         assert!(msgs.iter().any(|m| m.starts_with("c:")));
         assert!(!msgs.iter().any(|m| m.starts_with("a:")), "{msgs:?}");
+    }
+
+    #[test]
+    fn a_row_run_looks_for_lost_rows_only_in_the_experiments_it_ran() {
+        let mut other = row("z", Some(-30.0), Direction::Agrees);
+        other.experiment = "f".into();
+        let committed = report(vec![row("a", Some(-30.0), Direction::Agrees), other]);
+        // `--row a` ran experiment e alone: z (experiment f) was not selected, not lost.
+        let mut now = report(vec![row("a", Some(-30.0), Direction::Agrees)]);
+        now.experiments = vec!["p/e".into()];
+        assert!(
+            check(&now, &committed).is_empty(),
+            "{:?}",
+            check(&now, &committed)
+        );
+        // A run of the whole paper that lacks z has lost it.
+        now.experiments.clear();
+        assert_eq!(check(&now, &committed), vec!["z: row is gone".to_string()]);
+        // So has a `--row` run of experiment f.
+        now.experiments = vec!["p/f".into()];
+        assert_eq!(check(&now, &committed), vec!["z: row is gone".to_string()]);
     }
 
     #[test]

@@ -126,3 +126,33 @@ fn the_well_tuned_oracle_launches_its_search_result_and_beats_a_ps_starved_reque
         user.jct_s
     );
 }
+
+#[test]
+fn optimus_starts_with_the_ps_that_hold_the_users_ps_memory() {
+    // Eight nodes of 512 GB; the user asked for 8 PS x 256 GB (2 TB) and the embeddings
+    // fill 1.2 TB from the start. Optimus's first step (2 PS) would cap each PS at one
+    // node (1 TB in all) and be OOM-killed until the job failed; it starts at the 4 PS
+    // that hold the user's 2 TB.
+    let spec = JobSpec {
+        steps: 20_000,
+        ps_mem_mb: 256 << 10,
+        emb_mb_initial: 1_200_000.0,
+        ..wide_deep(4, 8)
+    };
+    let mut s: Scenario = scenario(spec, no_faults(), RecoveryConfig::default());
+    s.nodes = (0..8)
+        .map(|i| {
+            dlsim_model::Node::new(
+                format!("n{i}"),
+                dlsim_model::Resources::new(64.0, 512 << 10, 0),
+                String::new(),
+            )
+        })
+        .collect();
+    let out = dlsim_model::run(&s, dlsim_policies::build("optimus").unwrap());
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+    assert_eq!(j.oom_kills(), 0);
+    assert!(j.config().ps >= 4, "{:?}", j.config());
+    assert!(j.config().ps_mem_mb <= 512 << 10);
+}

@@ -26,11 +26,11 @@
 //! is re-divided), which is what the simulator's dynamic data sharding models; with static
 //! partitioning every step would be a stop-and-restart, which is not the system the paper
 //! describes. Growth is limited to what fits the free nodes and to DLRover's per-job
-//! budget (`max_cores`, 200).
+//! budget (`max_cores`, 200, never below the cores the job asked for).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::optimus::FreeNodes;
+use crate::optimus::{core_budget, FreeNodes};
 use crate::spec::{param, PodShape, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_model::job::Role;
@@ -178,7 +178,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("spawn_dcn", "count 1..=1000", "2", "DCN: workers per step"),
         param("start", "request|spawn", "request", "initial workers: the user's count, or one step (DLRover's cold start)"),
         param("interval_s", "number >= 1", "180", "decision interval (s)"),
-        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation)"),
+        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation), never below the cores the job asked for"),
         param("worker_cpu", "cores", "-", "cores of every worker (default: the user's; DLRover Sec. 6.3 sized them per its Table 2)"),
         param("ps_cpu", "cores", "-", "cores of every PS (default: the user's)"),
         param("ps", "count 1..=1000", "-", "the job's PS, which ES never scales (default: the user's)"),
@@ -232,7 +232,7 @@ impl Es {
     fn within_budget(&self, job: &JobView<'_>, to: u32) -> bool {
         let c = &job.config;
         let cores = f64::from(to) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu;
-        cores <= self.max_cores + 1e-9
+        cores <= core_budget(self.max_cores, job.request.requested.total().cpu_cores()) + 1e-9
     }
 
     /// Whether the efficiency test asks this job for a step it may take: a step back, or

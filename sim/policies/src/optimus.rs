@@ -35,8 +35,10 @@
 //! current allocations (shrinking a job would cost a restart for no speed gain of its own).
 //! Free capacity is the nodes' free room minus the pods already waiting to be placed, so
 //! new arrivals are not starved by growth. DLRover's evaluation capped a job at 200 cores
-//! (`max_cores`). PS memory keeps the user's total PS memory when there are fewer PS than
-//! requested, so a smaller PS count does not run out of memory sooner.
+//! (`max_cores`; never below the cores the job asked for, [`core_budget`]). PS memory keeps
+//! the user's total PS memory when there are fewer PS than requested, so a smaller PS count
+//! does not run out of memory sooner, and a launch takes at least the PS that hold that
+//! total on the largest node ([`min_ps_for_memory`]).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -175,7 +177,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
     params: &[
         param("interval_s", "number >= 1", "180", "at least this long between two decisions on a job (s)"),
         param("sample_s", "number >= 0", "60", "a job is judged after training this long at its configuration (s; DLRover Sec. 6.3)"),
-        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation)"),
+        param("max_cores", "number > 0", "200", "per-job core budget (DLRover's evaluation), never below the cores the job asked for"),
         param("wd_ps", "count 1..=1000", "2", "Wide&Deep: PS per step (a new job launches at one step)"),
         param("wd_workers", "count 1..=1000", "4", "Wide&Deep: workers per step"),
         param("xdfm_ps", "count 1..=1000", "1", "xDeepFM: PS per step"),
@@ -228,6 +230,22 @@ impl Optimus {
             jobs: BTreeMap::new(),
         })
     }
+}
+
+/// The per-job core budget: `max_cores` (DLRover's evaluation gave each job 200), but never
+/// fewer cores than the user asked for (`requested`): a budget under the request would hold
+/// a job of a public trace that asked for 64-core PS at one worker for its whole life.
+pub(crate) fn core_budget(max_cores: f64, requested: f64) -> f64 {
+    max_cores.max(requested)
+}
+
+/// The fewest PS that hold the user's total PS memory when none may exceed the largest
+/// node (`max_node_mem_mb`): below it [`ps_mem_mb_for`]'s cap would shrink the job's total
+/// PS memory. At most the user's count, whose pods the cluster admitted.
+pub(crate) fn min_ps_for_memory(requested: &JobConfig, max_node_mem_mb: u64) -> u32 {
+    let total = requested.ps_mem_mb * u64::from(requested.ps);
+    let fewest = total.div_ceil(max_node_mem_mb.max(1));
+    u32::try_from(fewest).unwrap_or(u32::MAX).min(requested.ps)
 }
 
 /// Memory per PS for `p` PS: the user's per-PS request, or the user's total PS memory
@@ -383,6 +401,9 @@ pub struct Fitted {
     pub step: (u32, u32),
     pub ps_request: Resources,
     pub worker_request: Resources,
+    /// The cores the user asked for: the per-job budget never falls below them
+    /// ([`core_budget`]).
+    pub requested_cores: f64,
 }
 
 impl Fitted {
@@ -410,7 +431,7 @@ impl Fitted {
         ];
         options
             .into_iter()
-            .filter(|(to, _)| self.cores(*to) <= max_cores + 1e-9)
+            .filter(|(to, _)| self.cores(*to) <= core_budget(max_cores, self.requested_cores) + 1e-9)
             .map(|(to, res)| {
                 let gain_s = now_s - self.remaining_s(to);
                 let share = dominant_share(res, capacity).max(1e-12);
@@ -540,8 +561,9 @@ impl Optimus {
             let at = (job.config.ps, job.config.workers);
             let step = self.steps.of(job.request.model);
             if st.points.len() < MIN_POINTS {
-                let max_cores = self.max_cores;
-                let allowed = |to| cores_at(&job.config, to) <= max_cores + 1e-9;
+                let budget =
+                    core_budget(self.max_cores, job.request.requested.total().cpu_cores());
+                let allowed = |to| cores_at(&job.config, to) <= budget + 1e-9;
                 let Some(to) = profile_next(at, step, st.profile_steps, allowed) else {
                     continue;
                 };
@@ -573,6 +595,7 @@ impl Optimus {
                 step,
                 ps_request: job.config.ps_request(),
                 worker_request: job.config.worker_request(),
+                requested_cores: job.request.requested.total().cpu_cores(),
             });
         }
         fitted
@@ -611,9 +634,14 @@ impl Policy for Optimus {
             req
         } else {
             self.jobs.insert(job.request.id, JobState::default());
-            // One step of each, with fewer workers if that would pass the per-job cap.
+            // One step of each, with fewer workers if that would pass the per-job cap, and
+            // at least the PS that hold the user's total PS memory on the cluster's nodes
+            // (fewer would cap each PS at the largest node and shrink the total: a job that
+            // asked for hundreds of large PS was OOM-killed on two until it failed).
             let (p, mut w) = self.steps.of(job.request.model);
-            while w > 1 && cores_at(&req, (p, w)) > self.max_cores {
+            let p = p.max(min_ps_for_memory(&req, view.node_max.mem_mb));
+            let budget = core_budget(self.max_cores, job.request.requested.total().cpu_cores());
+            while w > 1 && cores_at(&req, (p, w)) > budget {
                 w -= 1;
             }
             JobConfig {
@@ -666,6 +694,7 @@ mod tests {
             step: (1, 1),
             ps_request: Resources::new(4.0, 1024, 0),
             worker_request: Resources::new(4.0, 1024, 0),
+            requested_cores: 0.0,
         }
     }
 
@@ -808,5 +837,17 @@ mod tests {
         assert_eq!(ps_mem_mb_for(&req, 3, 1 << 20), 4_000);
         assert_eq!(ps_mem_mb_for(&req, 8, 1 << 20), 3_000);
         assert_eq!(ps_mem_mb_for(&req, 1, 8_000), 8_000);
+        // 12,000 MB in all: one 16 GB node holds it on one PS, 5 GB nodes need three,
+        // and never more than the user's four.
+        assert_eq!(min_ps_for_memory(&req, 16_000), 1);
+        assert_eq!(min_ps_for_memory(&req, 5_000), 3);
+        assert_eq!(min_ps_for_memory(&req, 1_000), 4);
+        assert_eq!(ps_mem_mb_for(&req, 3, 5_000), 4_000);
+    }
+
+    #[test]
+    fn the_core_budget_never_falls_below_the_request() {
+        assert_eq!(core_budget(200.0, 64.0), 200.0);
+        assert_eq!(core_budget(200.0, 1_024.0), 1_024.0);
     }
 }

@@ -59,6 +59,13 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     // `a,b,c`: one run per policy, each in its own folder under `--out`; every spec is
     // built (validated) before the first run.
     let specs = dlsim_policies::split_list(&policy_list);
+    if specs.len() > 1 && specs.iter().any(String::is_empty) {
+        return Err(BadInput(format!(
+            "--policy: an empty policy in the list `{policy_list}` (policies are separated \
+             by single commas)"
+        ))
+        .into());
+    }
     let mut policies = Vec::with_capacity(specs.len());
     for spec in &specs {
         policies.push(build_policy(args, &scenario, spec)?);

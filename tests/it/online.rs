@@ -554,6 +554,8 @@ fn a_bad_composed_spec_exits_2_naming_the_spec() {
         ("static+hpa+kale", "at most two parts"),
         ("dlrover+", "an empty part"),
         ("dlrover[rho=x]+kale", "rho"),
+        ("static,", "an empty policy in the list"),
+        ("", "no policy named"),
     ] {
         let out = dir.join("out");
         let o = dlsim(&[

@@ -342,6 +342,9 @@ pub fn split_composed(spec: &str) -> Result<Vec<&str>, SpecError> {
             "at most two parts, a cluster policy and an autoscaler: `dlrover+kale`",
         ));
     }
+    if parts.len() == 1 && parts[0].is_empty() {
+        return Err(malformed("no policy named (see `dlsim policies`)"));
+    }
     if parts.iter().any(|p| p.is_empty()) {
         return Err(malformed("an empty part around `+`"));
     }

@@ -79,6 +79,15 @@ impl Autoscaler for Adequate {
         Some(w)
     }
     fn report(&self) -> serde_json::Value {
-        serde_json::json!({ "workers": self.workers, "oracle_peak_sps": self.peak_sps })
+        // Only what was decided: a fixed `workers=` reads no peak, and a job that ended
+        // before the first decision has neither (a null would read as a missing metric).
+        let mut r = serde_json::Map::new();
+        if let Some(w) = self.workers {
+            r.insert("workers".into(), w.into());
+        }
+        if let Some(p) = self.peak_sps {
+            r.insert("oracle_peak_sps".into(), p.into());
+        }
+        serde_json::Value::Object(r)
     }
 }

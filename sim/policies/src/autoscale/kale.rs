@@ -245,7 +245,7 @@ impl Autoscaler for Kale {
     }
 
     fn report(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut r = serde_json::json!({
             "forecaster": self.forecaster.kind(),
             "rho": self.rho,
             "tau_min": self.tau_min,
@@ -254,8 +254,12 @@ impl Autoscaler for Kale {
             "shuffle": self.shuffle.is_some(),
             "damp": self.damp,
             "decisions": self.decisions,
-            "throughput_model": self.model.as_ref().map(|(m, e)| serde_json::json!({ "model": m, "held_out": e })),
-        })
+        });
+        // Fitted at the first decision: a job that ended before it has none (not a null).
+        if let Some((m, e)) = &self.model {
+            r["throughput_model"] = serde_json::json!({ "model": m, "held_out": e });
+        }
+        r
     }
 }
 

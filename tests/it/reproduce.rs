@@ -200,6 +200,25 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     let e = stderr(&o);
     assert!(e.contains("paper.json") && e.contains("metric"), "{e}");
     assert!(!out.exists(), "nothing written");
+    // A published range must hold the row's paper value.
+    std::fs::write(
+        kale.join("paper.json"),
+        text.replacen("\"unit\":", "\"range\": [30, 40], \"unit\":", 1),
+    )
+    .unwrap();
+    let o = dlsim(&[
+        "reproduce",
+        "--paper",
+        "kale",
+        "--papers-dir",
+        path_str(&dir),
+        "--out",
+        path_str(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("paper.json") && e.contains("range"), "{e}");
+    assert!(!out.exists(), "nothing written");
     let o = dlsim(&["reproduce", "--paper", "nope", "--out", path_str(&out)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown paper"));

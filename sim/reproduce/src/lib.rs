@@ -73,6 +73,9 @@ pub struct RowResult {
     pub claim: String,
     pub unit: String,
     pub paper_value: f64,
+    /// A published range the paper value stands for ([`manifest::RowFile::range`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_range: Option<[f64; 2]>,
     /// Mean over seeds; None when the metric could not be computed (`error` says why).
     pub ours: Option<f64>,
     /// Half-width of the 95% Student t interval over seeds (None with one seed).
@@ -477,9 +480,7 @@ pub fn run(
                     Some((e.rows[i].paper, exp_rows.get(i).and_then(|x| x.ours)))
                 });
                 let direction = direction(r.compare, r.paper, ours, before);
-                let rel_error = (r.paper != 0.0)
-                    .then(|| ours.map(|o| (o - r.paper) / r.paper.abs()))
-                    .flatten();
+                let rel_error = rel_error(r.paper, r.range, ours);
                 let within_25 = match (ours, rel_error) {
                     (Some(_), Some(e)) => e.abs() <= 0.25,
                     (Some(o), None) => o.abs() < 0.5,
@@ -493,6 +494,7 @@ pub fn run(
                     claim: r.claim.clone(),
                     unit: r.unit.clone(),
                     paper_value: r.paper,
+                    paper_range: r.range,
                     ours,
                     ci95,
                     seeds: n as usize,
@@ -597,6 +599,24 @@ fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) 
 /// A change or ratio row agrees when dlsim moves the same way as the paper (a ratio's
 /// neutral point is 1); a level with a `before` row agrees when after - before has the
 /// paper's sign; any other level has no direction.
+/// (ours - paper) / |paper|; for a published range, the distance to its nearer end relative
+/// to that end (0 inside). None when the value it is relative to is 0, or not computed.
+fn rel_error(paper: f64, range: Option<[f64; 2]>, ours: Option<f64>) -> Option<f64> {
+    let o = ours?;
+    let to = match range {
+        Some([lo, hi]) if (lo..=hi).contains(&o) => return Some(0.0),
+        Some([lo, hi]) => {
+            if o < lo {
+                lo
+            } else {
+                hi
+            }
+        }
+        None => paper,
+    };
+    (to != 0.0).then(|| (o - to) / to.abs())
+}
+
 fn direction(
     compare: Compare,
     paper: f64,
@@ -622,5 +642,23 @@ fn direction(
         _ if sign(p) == 0 => Direction::NotApplicable,
         Some(o) if sign(o) == sign(p) => Direction::Agrees,
         _ => Direction::Flips,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rel_error;
+
+    #[test]
+    fn a_range_is_met_inside_and_missed_by_the_distance_to_its_nearer_end() {
+        let r = Some([5.0, 8.0]);
+        assert_eq!(rel_error(6.5, r, Some(7.9)), Some(0.0));
+        assert_eq!(rel_error(6.5, r, Some(5.0)), Some(0.0));
+        assert!((rel_error(6.5, r, Some(4.0)).unwrap() + 0.2).abs() < 1e-12);
+        assert!((rel_error(6.5, r, Some(10.0)).unwrap() - 0.25).abs() < 1e-12);
+        // Without a range: relative to the value, and none for a value of 0.
+        assert!((rel_error(6.5, None, Some(5.2)).unwrap() + 0.2).abs() < 1e-12);
+        assert_eq!(rel_error(0.0, None, Some(1.0)), None);
+        assert_eq!(rel_error(6.5, r, None), None);
     }
 }

@@ -170,6 +170,11 @@ pub struct RowFile {
     pub at: String,
     pub claim: String,
     pub paper: f64,
+    /// A published range ("5-8% of jobs"): `[low, high]`, with `paper` inside it (its
+    /// middle, for the direction). The error is then the distance to the nearer end,
+    /// relative to it (0 inside the range).
+    #[serde(default)]
+    pub range: Option<[f64; 2]>,
     pub unit: String,
     pub metric: String,
     pub arm: String,
@@ -327,6 +332,22 @@ impl Paper {
                 }
                 if !r.paper.is_finite() || !r.scale.is_finite() {
                     return Err(at(g("paper"), "must be a finite number".into()));
+                }
+                if let Some([lo, hi]) = r.range {
+                    if !(lo.is_finite()
+                        && hi.is_finite()
+                        && lo < hi
+                        && lo <= r.paper
+                        && r.paper <= hi)
+                    {
+                        return Err(at(
+                            g("range"),
+                            format!(
+                                "must be [low, high] with low < high and `paper` ({}) inside",
+                                r.paper
+                            ),
+                        ));
+                    }
                 }
                 let m = Metric::parse(&r.metric, r.subset.as_deref())
                     .map_err(|msg| at(g("metric"), msg))?;

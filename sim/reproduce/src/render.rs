@@ -63,6 +63,14 @@ fn num(x: f64) -> String {
     }
 }
 
+/// The paper's value, or its published range.
+fn paper_text(row: &RowResult) -> String {
+    match row.paper_range {
+        Some([lo, hi]) => format!("{}–{}", num(lo), num(hi)),
+        None => num(row.paper_value),
+    }
+}
+
 fn ours(row: &RowResult) -> String {
     match (row.ours, row.ci95) {
         (Some(o), Some(h)) => format!("{} ± {}", num(o), num(h)),
@@ -136,7 +144,7 @@ pub fn markdown(r: &Report) -> String {
             row.at,
             row.claim,
             row.unit,
-            num(row.paper_value),
+            paper_text(row),
             ours(row),
             dir(row),
             err(row),
@@ -251,7 +259,7 @@ pub fn html(r: &Report) -> String {
             esc(&row.at),
             esc(&row.claim),
             esc(&row.unit),
-            num(row.paper_value),
+            paper_text(row),
             esc(&ours(row)),
             dir(row).replace("**", ""),
             err(row),
@@ -332,7 +340,7 @@ pub fn movement(now: &Report, committed: &Report) -> Vec<String> {
     )];
     for (c, n) in &pairs {
         let (cv, nv) = (c.ours.expect("filtered"), n.ours.expect("filtered"));
-        let value = format!("{} -> {}, paper {}", num(cv), num(nv), num(c.paper_value));
+        let value = format!("{} -> {}, paper {}", num(cv), num(nv), paper_text(c));
         if c.within_25 != n.within_25 {
             let way = if n.within_25 { "into" } else { "out of" };
             out.push(format!("{}: {way} the ±25% band ({value})", c.id));
@@ -384,7 +392,7 @@ pub fn check(now: &Report, committed: &Report) -> Vec<String> {
                 num(nv),
                 num(cv),
                 num(band),
-                num(c.paper_value)
+                paper_text(c)
             ));
         }
         if c.direction == Direction::Agrees && n.direction != Direction::Agrees {
@@ -392,7 +400,7 @@ pub fn check(now: &Report, committed: &Report) -> Vec<String> {
                 "{}: direction flipped ({} vs paper {})",
                 c.id,
                 num(nv),
-                num(c.paper_value)
+                paper_text(c)
             ));
         }
     }
@@ -412,6 +420,7 @@ mod tests {
             claim: "c".into(),
             unit: "%".into(),
             paper_value: -30.0,
+            paper_range: None,
             ours,
             ci95: Some(1.0),
             seeds: 3,

@@ -177,48 +177,32 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     )
     .unwrap();
     let text = std::fs::read_to_string(repo().join("scenarios/paper/kale/paper.json")).unwrap();
-    std::fs::write(
-        kale.join("paper.json"),
-        text.replacen(
+    let out = scratch("reproduce-bad-out").join("r");
+    // (the first match replaced, the field the error must name): a metric that does not
+    // parse, and a published range that does not hold the row's paper value.
+    for (from, to, field) in [
+        (
             "\"metric\": \"summary.online_violation_rate\"",
             "\"metric\": \"jobs.max(x)\"",
-            1,
+            "metric",
         ),
-    )
-    .unwrap();
-    let out = scratch("reproduce-bad-out").join("r");
-    let o = dlsim(&[
-        "reproduce",
-        "--paper",
-        "kale",
-        "--papers-dir",
-        path_str(&dir),
-        "--out",
-        path_str(&out),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let e = stderr(&o);
-    assert!(e.contains("paper.json") && e.contains("metric"), "{e}");
-    assert!(!out.exists(), "nothing written");
-    // A published range must hold the row's paper value.
-    std::fs::write(
-        kale.join("paper.json"),
-        text.replacen("\"unit\":", "\"range\": [30, 40], \"unit\":", 1),
-    )
-    .unwrap();
-    let o = dlsim(&[
-        "reproduce",
-        "--paper",
-        "kale",
-        "--papers-dir",
-        path_str(&dir),
-        "--out",
-        path_str(&out),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let e = stderr(&o);
-    assert!(e.contains("paper.json") && e.contains("range"), "{e}");
-    assert!(!out.exists(), "nothing written");
+        ("\"unit\":", "\"range\": [30, 40], \"unit\":", "range"),
+    ] {
+        std::fs::write(kale.join("paper.json"), text.replacen(from, to, 1)).unwrap();
+        let o = dlsim(&[
+            "reproduce",
+            "--paper",
+            "kale",
+            "--papers-dir",
+            path_str(&dir),
+            "--out",
+            path_str(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("paper.json") && e.contains(field), "{e}");
+        assert!(!out.exists(), "nothing written");
+    }
     let o = dlsim(&["reproduce", "--paper", "nope", "--out", path_str(&out)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown paper"));

@@ -596,9 +596,6 @@ fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) 
     out
 }
 
-/// A change or ratio row agrees when dlsim moves the same way as the paper (a ratio's
-/// neutral point is 1); a level with a `before` row agrees when after - before has the
-/// paper's sign; any other level has no direction.
 /// (ours - paper) / |paper|; for a published range, the distance to its nearer end relative
 /// to that end (0 inside). None when the value it is relative to is 0, or not computed.
 fn rel_error(paper: f64, range: Option<[f64; 2]>, ours: Option<f64>) -> Option<f64> {
@@ -617,6 +614,9 @@ fn rel_error(paper: f64, range: Option<[f64; 2]>, ours: Option<f64>) -> Option<f
     (to != 0.0).then(|| (o - to) / to.abs())
 }
 
+/// A change or ratio row agrees when dlsim moves the same way as the paper (a ratio's
+/// neutral point is 1); a level with a `before` row agrees when after - before has the
+/// paper's sign; any other level has no direction.
 fn direction(
     compare: Compare,
     paper: f64,

@@ -232,7 +232,7 @@ impl Es {
     fn within_budget(&self, job: &JobView<'_>, to: u32) -> bool {
         let c = &job.config;
         let cores = f64::from(to) * c.worker_cpu + f64::from(c.ps) * c.ps_cpu;
-        cores <= core_budget(self.max_cores, job.request.requested.total().cpu_cores()) + 1e-9
+        cores <= core_budget(self.max_cores, job) + 1e-9
     }
 
     /// Whether the efficiency test asks this job for a step it may take: a step back, or

@@ -232,11 +232,11 @@ impl Optimus {
     }
 }
 
-/// The per-job core budget: `max_cores` (DLRover's evaluation gave each job 200), but never
-/// fewer cores than the user asked for (`requested`): a budget under the request would hold
-/// a job of a public trace that asked for 64-core PS at one worker for its whole life.
-pub(crate) fn core_budget(max_cores: f64, requested: f64) -> f64 {
-    max_cores.max(requested)
+/// A job's core budget: `max_cores` (DLRover's evaluation gave each job 200), but never
+/// fewer cores than the user asked for: a budget under the request would hold a job of a
+/// public trace that asked for 64-core PS at one worker for its whole life.
+pub(crate) fn core_budget(max_cores: f64, job: &JobView<'_>) -> f64 {
+    max_cores.max(job.request.requested.total().cpu_cores())
 }
 
 /// The fewest PS that hold the user's total PS memory when none may exceed the largest
@@ -401,9 +401,8 @@ pub struct Fitted {
     pub step: (u32, u32),
     pub ps_request: Resources,
     pub worker_request: Resources,
-    /// The cores the user asked for: the per-job budget never falls below them
-    /// ([`core_budget`]).
-    pub requested_cores: f64,
+    /// The job's core budget ([`core_budget`]): no step takes it beyond.
+    pub budget: f64,
 }
 
 impl Fitted {
@@ -421,7 +420,7 @@ impl Fitted {
     }
 
     /// The better of one more worker step and one more PS step, if either is allowed.
-    pub fn best_option(&self, capacity: Resources, max_cores: f64) -> Option<Candidate> {
+    pub fn best_option(&self, capacity: Resources) -> Option<Candidate> {
         let (p, w) = self.at;
         let (dp, dw) = self.step;
         let now_s = self.remaining_s(self.at);
@@ -431,7 +430,7 @@ impl Fitted {
         ];
         options
             .into_iter()
-            .filter(|(to, _)| self.cores(*to) <= core_budget(max_cores, self.requested_cores) + 1e-9)
+            .filter(|(to, _)| self.cores(*to) <= self.budget + 1e-9)
             .map(|(to, res)| {
                 let gain_s = now_s - self.remaining_s(to);
                 let share = dominant_share(res, capacity).max(1e-12);
@@ -457,11 +456,10 @@ pub fn greedy(
     mut jobs: Vec<Fitted>,
     free: &mut FreeNodes,
     capacity: Resources,
-    max_cores: f64,
 ) -> Vec<(u64, (u32, u32))> {
     let mut heap: BinaryHeap<Candidate> = jobs
         .iter()
-        .filter_map(|j| j.best_option(capacity, max_cores))
+        .filter_map(|j| j.best_option(capacity))
         .collect();
     let mut granted: Vec<(u64, (u32, u32))> = Vec::new();
     while let Some(top) = heap.pop() {
@@ -482,7 +480,7 @@ pub fn greedy(
             Some(g) => g.1 = top.to,
             None => granted.push((top.job, top.to)),
         }
-        if let Some(next) = job.best_option(capacity, max_cores) {
+        if let Some(next) = job.best_option(capacity) {
             heap.push(next);
         }
     }
@@ -560,9 +558,8 @@ impl Optimus {
             st.decided = Some(view.now);
             let at = (job.config.ps, job.config.workers);
             let step = self.steps.of(job.request.model);
+            let budget = core_budget(self.max_cores, job);
             if st.points.len() < MIN_POINTS {
-                let budget =
-                    core_budget(self.max_cores, job.request.requested.total().cpu_cores());
                 let allowed = |to| cores_at(&job.config, to) <= budget + 1e-9;
                 let Some(to) = profile_next(at, step, st.profile_steps, allowed) else {
                     continue;
@@ -595,7 +592,7 @@ impl Optimus {
                 step,
                 ps_request: job.config.ps_request(),
                 worker_request: job.config.worker_request(),
-                requested_cores: job.request.requested.total().cpu_cores(),
+                budget,
             });
         }
         fitted
@@ -640,7 +637,7 @@ impl Policy for Optimus {
             // asked for hundreds of large PS was OOM-killed on two until it failed).
             let (p, mut w) = self.steps.of(job.request.model);
             let p = p.max(min_ps_for_memory(&req, view.node_max.mem_mb));
-            let budget = core_budget(self.max_cores, job.request.requested.total().cpu_cores());
+            let budget = core_budget(self.max_cores, job);
             while w > 1 && cores_at(&req, (p, w)) > budget {
                 w -= 1;
             }
@@ -663,7 +660,7 @@ impl Policy for Optimus {
         let mut actions = Vec::new();
         let fitted = self.profile_or_fit(view, &mut free, &mut actions);
         let max_mem = view.node_max.mem_mb;
-        for (id, to) in greedy(fitted, &mut free, view.capacity, self.max_cores) {
+        for (id, to) in greedy(fitted, &mut free, view.capacity) {
             if let Some(job) = view.jobs.get(id) {
                 actions.push(Self::rescale(&job, to, max_mem));
             }
@@ -694,7 +691,7 @@ mod tests {
             step: (1, 1),
             ps_request: Resources::new(4.0, 1024, 0),
             worker_request: Resources::new(4.0, 1024, 0),
-            requested_cores: 0.0,
+            budget: f64::INFINITY,
         }
     }
 
@@ -745,7 +742,7 @@ mod tests {
         let cap = Resources::new(16.0, 1 << 20, 0);
         let nodes = [node(16.0)];
         let mut free = FreeNodes::of_nodes(&nodes);
-        let granted = greedy(jobs.clone(), &mut free, cap, 1e9);
+        let granted = greedy(jobs.clone(), &mut free, cap);
         assert_eq!(granted.len(), 1, "{granted:?}");
         assert_eq!(granted[0].0, 2);
         let (p, w) = granted[0].1;
@@ -753,7 +750,8 @@ mod tests {
         // With room for both, job 1 still gets steps once job 2's marginal gain drops.
         let nodes = [node(1000.0)];
         let mut free = FreeNodes::of_nodes(&nodes);
-        let granted = greedy(jobs, &mut free, cap, 40.0);
+        let jobs = jobs.into_iter().map(|j| Fitted { budget: 40.0, ..j }).collect();
+        let granted = greedy(jobs, &mut free, cap);
         assert_eq!(granted.len(), 2);
         assert_eq!(granted[0].0, 2, "the larger gain is granted first");
     }
@@ -765,27 +763,31 @@ mod tests {
         // PS only: one more PS at (1, 1) only slows the job (t3 large), so nothing is granted.
         let only_ps = |t: [f64; 4]| Fitted {
             worker_request: Resources::new(100.0, 1024, 0),
+            budget: 130.0,
             ..fitted(1, t, 1_000.0, (1, 1))
         };
         let cap = Resources::new(1000.0, 1 << 20, 0);
         let nodes = [node(1000.0)];
         let mut free = FreeNodes::of_nodes(&nodes);
-        assert!(greedy(vec![only_ps([0.1, 0.0, 0.0, 1.0])], &mut free, cap, 130.0).is_empty());
+        assert!(greedy(vec![only_ps([0.1, 0.0, 0.0, 1.0])], &mut free, cap).is_empty());
         // 1 + 4/p + 0.5 p is smallest at p = 3: the greedy stops there although the cap
         // would allow 7 PS and the free room many more.
         let nodes = [node(1000.0)];
         let mut free = FreeNodes::of_nodes(&nodes);
-        let granted = greedy(vec![only_ps([1.0, 4.0, 0.0, 0.5])], &mut free, cap, 130.0);
+        let granted = greedy(vec![only_ps([1.0, 4.0, 0.0, 0.5])], &mut free, cap);
         assert_eq!(granted, vec![(1, (3, 1))]);
     }
 
     #[test]
     fn heap_respects_the_per_job_core_cap() {
-        let jobs = vec![fitted(1, [1.0, 0.5, 0.0, 0.0], 1_000.0, (1, 1))];
+        let jobs = vec![Fitted {
+            budget: 24.0,
+            ..fitted(1, [1.0, 0.5, 0.0, 0.0], 1_000.0, (1, 1))
+        }];
         let cap = Resources::new(1000.0, 1 << 20, 0);
         let nodes = [node(1000.0)];
         let mut free = FreeNodes::of_nodes(&nodes);
-        let granted = greedy(jobs, &mut free, cap, 24.0);
+        let granted = greedy(jobs, &mut free, cap);
         let (p, w) = granted[0].1;
         assert_eq!(4 * (p + w), 24);
     }
@@ -847,7 +849,49 @@ mod tests {
 
     #[test]
     fn the_core_budget_never_falls_below_the_request() {
-        assert_eq!(core_budget(200.0, 64.0), 200.0);
-        assert_eq!(core_budget(200.0, 1_024.0), 1_024.0);
+        use dlsim_model::policy::{JobPhase, JobRequest, Sharding};
+        let budget = |ps_cpu: f64| {
+            let request = JobRequest {
+                id: 1,
+                user: "u".into(),
+                model: ModelKind::WideDeep,
+                batch_size: 512,
+                steps: 1_000,
+                dense_mb: 20.0,
+                emb_dim: 16,
+                priority: 0,
+                submit: SimTime::ZERO,
+                // 4 workers x 4 cores and 2 PS: 16 + 2 ps_cpu cores in all.
+                requested: JobConfig {
+                    workers: 4,
+                    ps: 2,
+                    worker_cpu: 4.0,
+                    worker_mem_mb: 4096,
+                    worker_gpu: 0,
+                    ps_cpu,
+                    ps_mem_mb: 4096,
+                },
+            };
+            let job = JobView {
+                request: &request,
+                phase: JobPhase::Training,
+                config: request.requested,
+                running_workers: 4,
+                running_ps: 2,
+                pending_pods: 0,
+                steps_done: 0,
+                history: &[],
+                oom_kills: 0,
+                sharding: Sharding::Static,
+                pods: Vec::new(),
+                events: &[],
+                rescaling: false,
+                restarts: [0, 0],
+            };
+            core_budget(200.0, &job)
+        };
+        assert_eq!(budget(24.0), 200.0);
+        assert_eq!(budget(504.0), 1_024.0);
     }
+
 }

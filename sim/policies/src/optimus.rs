@@ -849,46 +849,18 @@ mod tests {
 
     #[test]
     fn the_core_budget_never_falls_below_the_request() {
-        use dlsim_model::policy::{JobPhase, JobRequest, Sharding};
+        // 4 workers x 4 cores and 2 PS: 16 + 2 ps_cpu cores in all.
         let budget = |ps_cpu: f64| {
-            let request = JobRequest {
-                id: 1,
-                user: "u".into(),
-                model: ModelKind::WideDeep,
-                batch_size: 512,
-                steps: 1_000,
-                dense_mb: 20.0,
-                emb_dim: 16,
-                priority: 0,
-                submit: SimTime::ZERO,
-                // 4 workers x 4 cores and 2 PS: 16 + 2 ps_cpu cores in all.
-                requested: JobConfig {
-                    workers: 4,
-                    ps: 2,
-                    worker_cpu: 4.0,
-                    worker_mem_mb: 4096,
-                    worker_gpu: 0,
-                    ps_cpu,
-                    ps_mem_mb: 4096,
-                },
-            };
-            let job = JobView {
-                request: &request,
-                phase: JobPhase::Training,
-                config: request.requested,
-                running_workers: 4,
-                running_ps: 2,
-                pending_pods: 0,
-                steps_done: 0,
-                history: &[],
-                oom_kills: 0,
-                sharding: Sharding::Static,
-                pods: Vec::new(),
-                events: &[],
-                rescaling: false,
-                restarts: [0, 0],
-            };
-            core_budget(200.0, &job)
+            let request = crate::testkit::request(JobConfig {
+                workers: 4,
+                ps: 2,
+                worker_cpu: 4.0,
+                worker_mem_mb: 4096,
+                worker_gpu: 0,
+                ps_cpu,
+                ps_mem_mb: 4096,
+            });
+            core_budget(200.0, &crate::testkit::view(&request))
         };
         assert_eq!(budget(24.0), 200.0);
         assert_eq!(budget(504.0), 1_024.0);

@@ -563,47 +563,18 @@ mod tests {
     }
 
     fn request(gpu: u32) -> dlsim_model::policy::JobRequest {
-        dlsim_model::policy::JobRequest {
-            id: 1,
-            user: "u".into(),
-            model: dlsim_traces::ModelKind::WideDeep,
-            batch_size: 512,
-            steps: 100_000,
-            dense_mb: 40.0,
-            emb_dim: 16,
-            priority: 0,
-            submit: dlsim_engine::SimTime::ZERO,
-            requested: JobConfig {
-                workers: 6,
-                ps: 3,
-                worker_cpu: 3.5,
-                worker_mem_mb: 6_000,
-                worker_gpu: gpu,
-                ps_cpu: 6.0,
-                ps_mem_mb: 9_000,
-            },
-        }
+        crate::testkit::request(JobConfig {
+            workers: 6,
+            ps: 3,
+            worker_cpu: 3.5,
+            worker_mem_mb: 6_000,
+            worker_gpu: gpu,
+            ps_cpu: 6.0,
+            ps_mem_mb: 9_000,
+        })
     }
 
-    fn view(request: &dlsim_model::policy::JobRequest) -> JobView<'_> {
-        use dlsim_model::policy::{JobPhase, Sharding};
-        JobView {
-            request,
-            phase: JobPhase::Training,
-            config: request.requested,
-            running_workers: 6,
-            running_ps: 3,
-            pending_pods: 0,
-            steps_done: 1_000,
-            history: &[],
-            oom_kills: 0,
-            sharding: Sharding::Dynamic,
-            pods: Vec::new(),
-            events: &[],
-            rescaling: false,
-            restarts: [0, 0],
-        }
-    }
+    use crate::testkit::view;
 
     fn plan<'a>(job: &'a JobView<'a>) -> Plan<'a> {
         let obs = [(cfg(6, 3, 3.5, 6.0), 9_000.0)];

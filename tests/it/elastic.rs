@@ -6,8 +6,8 @@ use dlsim_engine::SimTime;
 use dlsim_model::faults::{ColocationAction, ColocationConfig, FaultConfig, RecoveryConfig};
 use dlsim_model::perf;
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, PodEventKind, Policy, RescaleMethod,
-    Sharding,
+    Action, ClusterView, JobConfig, JobPhase, JobView, Partitioning, PodEventKind, Policy,
+    RescaleMethod, Sharding,
 };
 use dlsim_model::{Node, Resources, Scenario};
 use dlsim_traces::{JobSpec, ModelKind};
@@ -17,6 +17,7 @@ struct Scripted {
     at: SimTime,
     action: Option<Action>,
     sharding: Sharding,
+    partitioning: Partitioning,
 }
 
 impl Policy for Scripted {
@@ -25,6 +26,9 @@ impl Policy for Scripted {
     }
     fn sharding(&self) -> Sharding {
         self.sharding
+    }
+    fn partitioning(&self) -> Partitioning {
+        self.partitioning
     }
     fn tick_interval(&self) -> Option<SimTime> {
         Some(self.at)
@@ -56,6 +60,7 @@ fn run_scripted(s: &Scenario, action: Action, sharding: Sharding) -> (f64, u64) 
         at: SimTime::from_secs(T as u64),
         action: Some(action),
         sharding,
+        partitioning: Partitioning::Tensor,
     };
     let out = dlsim_model::run(s, Box::new(policy));
     let j = &out.world.jobs[0];
@@ -72,6 +77,72 @@ fn bigger_ps(spec: &JobSpec) -> JobConfig {
         ps: 4,
         ..JobConfig::requested(spec)
     }
+}
+
+/// A seamless migration of the PS set under `partitioning`, every partition drawn hot
+/// (`hot_ps_prob` 1, or 0): (JCT, rescales applied, actions rejected).
+fn migrate_ps_set(config: JobConfig, partitioning: Partitioning, hot_prob: f64) -> (f64, u32, u64) {
+    let spec = JobSpec {
+        model: ModelKind::WideDeep,
+        ..job(8, 2)
+    };
+    let faults = FaultConfig {
+        hot_ps_prob: hot_prob,
+        hot_ps_load_factor: 3.0,
+        ..no_faults()
+    };
+    let s = scenario(spec, faults, no_checkpoints());
+    let policy = Scripted {
+        at: SimTime::from_secs(T as u64),
+        action: Some(Action::Rescale {
+            job: 0,
+            config,
+            method: RescaleMethod::Migrate,
+        }),
+        sharding: Sharding::Dynamic,
+        partitioning,
+    };
+    let out = dlsim_model::run(&s, Box::new(policy));
+    let j = &out.world.jobs[0];
+    assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+    (
+        (j.ended_at().unwrap() - j.request().submit).as_secs_f64(),
+        j.rescales(),
+        out.summary.rejected_actions,
+    )
+}
+
+#[test]
+fn deeprec_re_partitions_evenly_where_tensorflow_draws_again() {
+    let spec = job(8, 2);
+    let to_four = JobConfig {
+        ps: 4,
+        ..JobConfig::requested(&spec)
+    };
+    // TensorFlow's allocation draws the new partition as it drew the first (hot here);
+    // DeepRec's is even, so the job then trains as if it had never been hot.
+    let (tensor, ..) = migrate_ps_set(to_four, Partitioning::Tensor, 1.0);
+    let (balanced, ..) = migrate_ps_set(to_four, Partitioning::Balanced, 1.0);
+    let (never_hot, ..) = migrate_ps_set(to_four, Partitioning::Balanced, 0.0);
+    assert!(
+        balanced < tensor * 0.95,
+        "an even re-partition trains faster than a hot one: {balanced} vs {tensor}"
+    );
+    assert!(
+        balanced > never_hot,
+        "the first partition (before the migration) was hot: {balanced} vs {never_hot}"
+    );
+    // The same configuration again: a re-balance of the PS set for DeepRec, nothing to do
+    // (rejected) for TensorFlow, whose new PSes would restore the same partition.
+    let same = JobConfig::requested(&spec);
+    let (kept, rescales, rejected) = migrate_ps_set(same, Partitioning::Tensor, 1.0);
+    assert_eq!((rescales, rejected), (0, 1));
+    let (rebalanced, rescales, rejected) = migrate_ps_set(same, Partitioning::Balanced, 1.0);
+    assert_eq!((rescales, rejected), (1, 0));
+    assert!(
+        rebalanced < kept * 0.95,
+        "the re-balanced job trains on even PSes: {rebalanced} vs {kept}"
+    );
 }
 
 #[test]

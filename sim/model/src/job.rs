@@ -8,7 +8,7 @@
 
 use crate::perf::{self, JobPerf, PerfInputs, ThroughputParams};
 use crate::policy::{
-    JobConfig, JobPhase, JobRequest, PodEvent, PodSample, ProfileSample, Sharding,
+    JobConfig, JobPhase, JobRequest, Partitioning, PodEvent, PodSample, ProfileSample, Sharding,
 };
 
 pub mod lifecycle;
@@ -296,6 +296,8 @@ pub struct Job {
     pub(crate) history: Vec<ProfileSample>,
     pub(crate) events: Vec<PodEvent>,
     pub(crate) sharding: Sharding,
+    /// How the job's parameters are spread when it is re-partitioned (the policy's).
+    pub(crate) partitioning: Partitioning,
     /// Dynamic sharding: the shard ledger, and its state at the last checkpoint.
     pub(crate) ledger: Option<ShardLedger>,
     pub(crate) ckpt_ledger: Option<ShardLedger>,
@@ -344,6 +346,7 @@ impl Job {
             history: Vec::new(),
             events: Vec::new(),
             sharding: Sharding::Static,
+            partitioning: Partitioning::Tensor,
             ledger: None,
             ckpt_ledger: None,
         }

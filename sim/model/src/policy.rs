@@ -128,6 +128,22 @@ pub enum Sharding {
     Dynamic,
 }
 
+/// How a job's embedding parameters are spread over its PSes when it is re-partitioned
+/// (its PS count changes: a rescale, a stop-and-restart with another PS count).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Partitioning {
+    /// TensorFlow's allocation by tensor: every partition, the first and each re-partition,
+    /// may be uneven (one hot PS with probability `faults.hot_ps_prob`).
+    #[default]
+    Tensor,
+    /// DeepRec's even placement of embedding parameters (DLRover-RM Sec. 3, "PS
+    /// Stragglers": "we adopt DeepRec to ensure that the embedding parameters are evenly
+    /// distributed across the new set of PS nodes"): a re-partition is even. The job's
+    /// first partition is its model's own, drawn as under `Tensor`.
+    Balanced,
+}
+
 /// A pod as the cluster API and the job's profiler report it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -396,6 +412,11 @@ pub trait Policy {
     /// How the jobs this policy launches split their data.
     fn sharding(&self) -> Sharding {
         Sharding::Static
+    }
+
+    /// How the jobs this policy re-partitions spread their parameters over the new PSes.
+    fn partitioning(&self) -> Partitioning {
+        Partitioning::Tensor
     }
 
     /// Oracle policies only (`well-tuned`): receives the hidden truth once, before the run.

@@ -4,7 +4,9 @@
 //! world asks [`Policy::new_autoscaler`] once per online job.
 
 use dlsim_engine::SimTime;
-use dlsim_model::policy::{Autoscaler, ClusterView, JobView, OomRelaunch, Policy, Sharding};
+use dlsim_model::policy::{
+    Autoscaler, ClusterView, JobView, OomRelaunch, Partitioning, Policy, Sharding,
+};
 
 pub struct Composed {
     batch: Box<dyn Policy>,
@@ -34,6 +36,9 @@ impl Policy for Composed {
     }
     fn sharding(&self) -> Sharding {
         self.batch.sharding()
+    }
+    fn partitioning(&self) -> Partitioning {
+        self.batch.partitioning()
     }
     fn see_truth(&mut self, truth: &dlsim_model::scenario::TruthSettings) {
         self.batch.see_truth(truth)

@@ -44,7 +44,9 @@
 //!    re-planned less often (up to every 4 intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow
 //!    workers take fewer shards, failed workers return theirs); a hot PS (CPU >= 90% of its
-//!    request and 1.5x the median PS) is migrated to a PS with twice the CPU; OOM
+//!    request and 1.5x the median PS) of the job's PS size has its PS set migrated, which
+//!    re-partitions it evenly (DeepRec, [`Partitioning::Balanced`]), and one cut below that
+//!    size is replaced by a PS with twice its CPU, at least the job's; OOM
 //!    prediction: PS memory growth is extrapolated and memory raised before the limit;
 //!    after an OOM kill the role's memory is doubled.
 //!
@@ -83,7 +85,7 @@ use dlsim_engine::{RngStreams, SimRng, SimTime};
 use dlsim_fit::Config;
 use dlsim_model::job::Role;
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, Policy, RescaleMethod, Sharding,
+    Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, Partitioning, Policy, RescaleMethod, Sharding,
 };
 use plan::{fit_config, fit_model, Plan};
 use std::collections::{BTreeMap, BTreeSet};
@@ -506,6 +508,12 @@ impl Policy for Dlrover {
 
     fn sharding(&self) -> Sharding {
         Sharding::Dynamic
+    }
+
+    /// DLRover-RM re-partitions with DeepRec, which spreads the embedding parameters
+    /// evenly over the new PSes (Sec. 3, "PS Stragglers").
+    fn partitioning(&self) -> Partitioning {
+        Partitioning::Balanced
     }
 
     fn observes_pods(&self) -> bool {

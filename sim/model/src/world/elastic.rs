@@ -17,7 +17,9 @@
 
 use super::{Event, World};
 use crate::job::{Migration, PodState, Role};
-use crate::policy::{Action, JobConfig, JobPhase, PodEventKind, RescaleMethod, Sharding};
+use crate::policy::{
+    Action, JobConfig, JobPhase, Partitioning, PodEventKind, RescaleMethod, Sharding,
+};
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
 
@@ -106,10 +108,17 @@ impl World {
         method: RescaleMethod,
         queue: &mut EventQueue<Event>,
     ) -> bool {
-        // The same configuration is a change only as a stop-and-restart: the job comes
-        // back on fresh pods (how a TFJob operator handles a slow pod).
+        // The same configuration is a change only as a stop-and-restart (the job comes
+        // back on fresh pods: how a TFJob operator handles a slow pod) or, for a job whose
+        // policy re-partitions evenly, as a migration of its PS set (a re-balance).
         let same = config == self.jobs[j].config;
-        if !self.config_fits(&config) || (same && method != RescaleMethod::StopRestart) {
+        let rebalance = same
+            && method == RescaleMethod::Migrate
+            && self.jobs[j].partitioning == Partitioning::Balanced
+            && config.ps > 1;
+        if !self.config_fits(&config)
+            || (same && method != RescaleMethod::StopRestart && !rebalance)
+        {
             return false;
         }
         let worker_gpu_changed = config.worker_gpu != self.jobs[j].config.worker_gpu;
@@ -122,7 +131,8 @@ impl World {
             // Only the pods whose shape changes are replaced; workers of an unchanged shape
             // keep training through the switch, and only the difference in count moves.
             let before = self.jobs[j].config;
-            let ps_change = config.ps != before.ps || config.ps_request() != before.ps_request();
+            let ps_change =
+                rebalance || config.ps != before.ps || config.ps_request() != before.ps_request();
             let worker_change = config.worker_request() != before.worker_request();
             let old: Vec<usize> = self.jobs[j]
                 .pods
@@ -133,7 +143,11 @@ impl World {
                     Role::Worker => worker_change,
                 })
                 .collect();
-            let keep_shares = config.ps == before.ps;
+            // Same PS count under TensorFlow's allocation: each new PS restores the
+            // partition of an old one. DeepRec (`Partitioning::Balanced`) spreads the
+            // parameters evenly over the new set instead (`draw_ps_shares`).
+            let keep_shares =
+                config.ps == before.ps && self.jobs[j].partitioning == Partitioning::Tensor;
             let delta = JobConfig {
                 ps: if ps_change { config.ps } else { 0 },
                 workers: if worker_change {

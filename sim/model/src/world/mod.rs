@@ -482,6 +482,7 @@ impl World {
         }
         let config = self.recorded_launch(now, j, config, queue);
         let sharding = self.policy.sharding();
+        let partitioning = self.policy.partitioning();
         let shard_samples =
             f64::from(self.elasticity.shard_batches) * f64::from(self.jobs[j].spec.batch_size);
         let job = &mut self.jobs[j];
@@ -491,6 +492,7 @@ impl World {
         job.last_update = now;
         job.ckpt_interval_s = self.recovery.checkpoint_interval_s;
         job.sharding = sharding;
+        job.partitioning = partitioning;
         if sharding == Sharding::Dynamic {
             job.ledger = Some(ShardLedger::new(job.total_samples(), shard_samples));
         }

@@ -15,7 +15,7 @@
 
 use super::{Event, World};
 use crate::job::{FailReason, Outcome, Pod, PodState, Role};
-use crate::policy::{JobConfig, OomRelaunch, PodEventKind, Sharding};
+use crate::policy::{JobConfig, OomRelaunch, Partitioning, PodEventKind, Sharding};
 use crate::shards::ShardLedger;
 use crate::Resources;
 use dlsim_engine::{EventQueue, SimTime};
@@ -207,7 +207,9 @@ impl World {
 
     /// Parameter shares of `ps` servers for job `j`: equal, unless the job is drawn to
     /// have a hot PS, which then carries `hot_ps_load_factor` times the share of each other
-    /// PS. The draw is keyed by the job and its partition count (stream `hot-ps`).
+    /// PS. The draw is keyed by the job and its partition count (stream `hot-ps`). A
+    /// re-partition under [`Partitioning::Balanced`] is even (no draw is consumed, so the
+    /// job's later draws stay where they were).
     pub(super) fn draw_ps_shares(&mut self, j: usize, ps: u32) -> Vec<f64> {
         if ps == 0 {
             return Vec::new();
@@ -216,7 +218,9 @@ impl World {
         let n = job.partitions;
         job.partitions += 1;
         let key = [job.spec.id, u64::from(n)];
+        let balanced = n > 0 && job.partitioning == Partitioning::Balanced;
         let hot = ps > 1
+            && !balanced
             && self.faults.hot_ps_prob > 0.0
             && self.streams.keyed("hot-ps", &key).gen::<f64>() < self.faults.hot_ps_prob;
         if !hot {

@@ -1,7 +1,9 @@
 //! Stage 3: DLRover-RM's instability handling for one job, at most one action per tick:
 //! after an OOM kill the role's memory doubles; OOM prediction extrapolates the fullest
 //! PS's memory and raises it before the limit; a hot PS (CPU at >= 90% of its request and
-//! 1.5x the median PS) is migrated to a PS with twice the CPU (seamless migration).
+//! 1.5x the median PS) of the job's full size has its PS set migrated, which re-partitions
+//! the parameters evenly (DeepRec), and one cut below the job's PS size is replaced by a
+//! PS with twice its CPU, at least the job's (seamless migration).
 //! Stragglers need no action here: dynamic sharding already gives them fewer shards.
 
 use super::Tracked;
@@ -115,8 +117,19 @@ pub(super) fn post_scale(
     }
     // Hot PS: one PS busy at its limit while the others idle.
     if let Some((pod, req)) = hot_ps(job) {
-        // The replacement gets twice the hot PS's cores, and never fewer than the job's
-        // configured PS (a PS cut below its configuration comes back at full size).
+        if req >= job.config.ps_cpu {
+            // A PS of the job's full size that carries more than the rest: a partition
+            // uneven by tensor (or a PS on a slow node). DLRover-RM migrates the PS set,
+            // and DeepRec spreads the parameters evenly over the new one (Sec. 3, "PS
+            // Stragglers"; `Partitioning::Balanced`): the same configuration on new PSes.
+            return Some(Action::Rescale {
+                job: id,
+                config: job.config,
+                method: RescaleMethod::Migrate,
+            });
+        }
+        // A PS cut below its configuration comes back at its full size (twice its cores
+        // at least).
         let cpu = (req * 2.0).max(job.config.ps_cpu);
         if cpu <= max_cpu {
             let mem = job
@@ -160,5 +173,67 @@ mod tests {
         assert!(!hot_sample(&s(8, 3.2, 0.8)));
         // One PS cannot be an outlier.
         assert!(!hot_sample(&s(1, 3.2, 1.0)));
+    }
+
+    /// A hot PS of the job's full size carries more than its share: the PS set is migrated
+    /// to the same configuration, which DeepRec re-partitions evenly. A PS cut below the
+    /// job's size is replaced by one of the job's size.
+    #[test]
+    fn a_hot_ps_is_re_partitioned_or_replaced_by_its_size() {
+        use dlsim_model::policy::{PodPhase, PodSample, PodView};
+        use dlsim_model::Resources;
+        let requested = JobConfig {
+            workers: 8,
+            worker_cpu: 4.0,
+            worker_mem_mb: 8_192,
+            worker_gpu: 0,
+            ps: 4,
+            ps_cpu: 8.0,
+            ps_mem_mb: 8_192,
+        };
+        let request = crate::testkit::request(requested);
+        let pod = |id: usize, cpu: f64, used: f64| PodView {
+            id,
+            role: Role::Ps,
+            phase: PodPhase::Running,
+            request: Resources::new(cpu, 8_192, 0),
+            created: dlsim_engine::SimTime::ZERO,
+            running_since: Some(dlsim_engine::SimTime::ZERO),
+            last: Some(PodSample {
+                time: dlsim_engine::SimTime::from_secs(600),
+                cpu_used: used,
+                mem_used_mb: 3_000.0,
+                samples_per_s: 0.0,
+                step_time_s: 0.0,
+                samples_done: 0.0,
+            }),
+            ewma_samples_per_s: 0.0,
+        };
+        let act = |hot: PodView| {
+            let mut job = crate::testkit::view(&request);
+            job.pods = vec![hot, pod(1, 8.0, 2.0), pod(2, 8.0, 2.0), pod(3, 8.0, 2.0)];
+            post_scale(&mut Tracked::default(), &job, 180, 64.0, 262_144)
+        };
+        assert_eq!(
+            act(pod(0, 8.0, 7.6)),
+            Some(Action::Rescale {
+                job: 1,
+                config: requested,
+                method: RescaleMethod::Migrate,
+            })
+        );
+        assert_eq!(
+            act(pod(0, 0.24, 0.24)),
+            Some(Action::ReplacePod {
+                job: 1,
+                pod: 0,
+                cpu: 8.0,
+                mem_mb: 8_192,
+            })
+        );
+        // Evenly busy PSes are not hot.
+        let mut job = crate::testkit::view(&request);
+        job.pods = (0..4).map(|k| pod(k, 8.0, 7.6)).collect();
+        assert_eq!(post_scale(&mut Tracked::default(), &job, 180, 64.0, 262_144), None);
     }
 }

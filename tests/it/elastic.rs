@@ -145,6 +145,53 @@ fn deeprec_re_partitions_evenly_where_tensorflow_draws_again() {
     );
 }
 
+/// A policy asking for more pods than a trace may hold (`limits::MAX_PODS_PER_ROLE`) is
+/// refused like any impossible configuration; the job trains on as it was. (Swarm seed
+/// 12014786: `chaos` doubled a job's workers tick after tick and the world hung adding
+/// millions of pods.)
+#[test]
+fn an_elastic_action_beyond_the_pod_limit_is_rejected() {
+    use dlsim_traces::limits::MAX_PODS_PER_ROLE;
+    let spec = job(2, 2);
+    let s = scenario(spec.clone(), no_faults(), no_checkpoints());
+    let too_many = [
+        Action::ScaleWorkers {
+            job: 0,
+            workers: MAX_PODS_PER_ROLE + 1,
+        },
+        Action::ScaleWorkers { job: 0, workers: 0 },
+        Action::Rescale {
+            job: 0,
+            config: JobConfig {
+                ps: MAX_PODS_PER_ROLE + 1,
+                ..JobConfig::requested(&spec)
+            },
+            method: RescaleMethod::Migrate,
+        },
+    ];
+    for action in too_many {
+        let policy = Scripted {
+            at: SimTime::from_secs(T as u64),
+            action: Some(action.clone()),
+            sharding: Sharding::Dynamic,
+            partitioning: Partitioning::Tensor,
+        };
+        let out = dlsim_model::run(&s, Box::new(policy));
+        let j = &out.world.jobs[0];
+        assert_eq!(j.phase(), JobPhase::Completed, "{action:?}");
+        assert_eq!(
+            (j.rescales(), out.summary.rejected_actions),
+            (0, 1),
+            "{action:?}"
+        );
+        assert_jct(
+            (j.ended_at().unwrap() - j.request().submit).as_secs_f64(),
+            20.0 + spec.total_samples() / rate(&spec, 2, 2),
+            "untouched",
+        );
+    }
+}
+
 #[test]
 fn adding_workers_with_dynamic_sharding_costs_only_their_start() {
     let spec = job(2, 2);

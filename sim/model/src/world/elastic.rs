@@ -66,10 +66,14 @@ impl World {
         queue: &mut EventQueue<Event>,
     ) -> bool {
         let mut config = self.jobs[j].config;
-        if workers == 0 || workers == config.workers {
+        if workers == config.workers {
             return false;
         }
         config.workers = workers;
+        // No more workers than a trace may ask for (`limits::MAX_PODS_PER_ROLE`), at least one.
+        if !self.config_fits(&config) {
+            return false;
+        }
         if self.jobs[j].sharding == Sharding::Static {
             return self.rescale(now, j, config, RescaleMethod::StopRestart, queue);
         }

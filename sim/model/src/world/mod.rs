@@ -449,9 +449,12 @@ impl World {
     /// Whether a configuration is well-formed and each of its pods fits some node when
     /// empty (the one validity check for launches and rescales).
     pub(super) fn config_fits(&self, c: &JobConfig) -> bool {
+        use dlsim_traces::limits::MAX_PODS_PER_ROLE;
         let ps_ok = c.ps == 0
             || (c.ps_cpu > 0.0 && c.ps_mem_mb > 0 && self.cluster.could_ever_fit(&c.ps_request()));
         c.workers >= 1
+            && c.workers <= MAX_PODS_PER_ROLE
+            && c.ps <= MAX_PODS_PER_ROLE
             && c.worker_cpu > 0.0
             && c.worker_mem_mb > 0
             && c.ps_cpu.is_finite()

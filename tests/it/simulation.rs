@@ -56,6 +56,9 @@ fn the_swarm_command_reports_its_seeds() {
     );
     let o = crate::support::dlsim(&["swarm", "--seeds", "3", "--minutes", "-1"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = crate::support::dlsim(&["swarm", "--seeds", "3", "--slow-s", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(crate::support::stderr(&o).contains("--slow-s"));
 }
 
 /// Memory follows the live jobs, not the trace (issue #22): a generated trace ten times

@@ -16,10 +16,11 @@ pub mod draw;
 use dlsim_model::policy::{Policy, Sharding};
 use dlsim_model::Scenario;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Batch policies, in the order seeds take them.
@@ -131,6 +132,11 @@ pub fn run_online(seed: u64, spec: &str) -> Result<String, String> {
     ))
 }
 
+/// The lock, even if a thread panicked while holding it (the data is a plain map).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 thread_local! {
     /// The last panic's message and place on this thread, taken by [`run_seed`].
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -165,6 +171,10 @@ pub struct Options {
     pub from: u64,
     pub minutes: Option<f64>,
     pub threads: usize,
+    /// A seed still running after this long is reported as slow (a hang shows up while
+    /// it happens, not as a swarm that never ends). Seeds take milliseconds to a few
+    /// seconds; wall time depends on the machine, so this is a watch, not an invariant.
+    pub slow_after: Duration,
 }
 
 /// What a swarm did.
@@ -173,6 +183,8 @@ pub struct Report {
     pub ran: u64,
     /// `(seed, why)` of every failed seed, in seed order.
     pub failures: Vec<(u64, String)>,
+    /// Seeds that ran longer than `Options::slow_after`, in seed order.
+    pub slow: Vec<u64>,
     pub elapsed: Duration,
 }
 
@@ -180,9 +192,18 @@ pub struct Report {
 /// early when `minutes` have passed, and calls `each` after every seed as results come
 /// in. Each seed's run depends on the seed alone, so the threads change only the order
 /// of the lines, never a result. Panics are caught (their message kept for the report,
-/// not printed by the default hook).
-pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) -> Report {
+/// not printed by the default hook). A watch thread calls `slow` once for every seed
+/// still running `opts.slow_after` after it started (from that thread, while the seed
+/// runs).
+pub fn swarm(
+    opts: Options,
+    mut each: impl FnMut(u64, &Result<String, String>),
+    slow: impl Fn(u64, Duration) + Sync,
+) -> Report {
     let start = Instant::now();
+    let running: Mutex<BTreeMap<u64, (Instant, bool)>> = Mutex::new(BTreeMap::new());
+    let slow_seeds: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let done = AtomicBool::new(false);
     let budget = opts
         .minutes
         .map(|m| Duration::from_secs_f64(m.max(0.0) * 60.0));
@@ -195,8 +216,18 @@ pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) 
     let mut report = Report::default();
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
+        let (slow, slow_seeds) = (&slow, &slow_seeds);
+        // Marks `seed` slow once, from the watch or as it ends (so a seed that ends
+        // between two looks of the watch is not missed).
+        let mark = move |seed: u64, since: Instant, told: &mut bool| {
+            if !*told && since.elapsed() >= opts.slow_after {
+                *told = true;
+                lock(slow_seeds).push(seed);
+                slow(seed, since.elapsed());
+            }
+        };
         for _ in 0..opts.threads.max(1) {
-            let (tx, next) = (tx.clone(), &next);
+            let (tx, next, running) = (tx.clone(), &next, &running);
             scope.spawn(move || loop {
                 if budget.is_some_and(|b| start.elapsed() >= b) {
                     break;
@@ -205,12 +236,25 @@ pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) 
                 if seed >= end {
                     break;
                 }
-                if tx.send((seed, run_seed(seed))).is_err() {
+                lock(running).insert(seed, (Instant::now(), false));
+                let result = run_seed(seed);
+                let (since, mut told) = lock(running).remove(&seed).expect("inserted above");
+                mark(seed, since, &mut told);
+                if tx.send((seed, result)).is_err() {
                     break;
                 }
             });
         }
         drop(tx);
+        let (done, running) = (&done, &running);
+        scope.spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                for (&seed, (since, told)) in lock(running).iter_mut() {
+                    mark(seed, *since, told);
+                }
+            }
+        });
         for (seed, result) in rx {
             report.ran += 1;
             each(seed, &result);
@@ -218,7 +262,10 @@ pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) 
                 report.failures.push((seed, why));
             }
         }
+        done.store(true, Ordering::Relaxed);
     });
+    report.slow = std::mem::take(&mut *lock(&slow_seeds));
+    report.slow.sort_unstable();
     panic::set_hook(hook);
     report.failures.sort_by_key(|f| f.0);
     report.elapsed = start.elapsed();
@@ -228,6 +275,31 @@ pub fn swarm(opts: Options, mut each: impl FnMut(u64, &Result<String, String>)) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every seed that runs longer than `slow_after` is reported once, in seed order,
+    /// whether the watch saw it running or it ended first; a generous limit reports none.
+    #[test]
+    fn seeds_over_the_slow_limit_are_reported_once() {
+        let opts = |slow_after| Options {
+            seeds: 4,
+            from: 7,
+            minutes: None,
+            threads: 2,
+            slow_after,
+        };
+        let told = Mutex::new(Vec::new());
+        let report = swarm(
+            opts(Duration::ZERO),
+            |_, _| {},
+            |seed, _| lock(&told).push(seed),
+        );
+        assert_eq!(report.slow, vec![7, 8, 9, 10]);
+        let mut told = told.into_inner().unwrap();
+        told.sort_unstable();
+        assert_eq!(told, report.slow);
+        let report = swarm(opts(Duration::from_secs(3600)), |_, _| {}, |_, _| {});
+        assert!(report.slow.is_empty() && report.ran == 4);
+    }
 
     #[test]
     fn fifty_seeds_cover_every_policy() {

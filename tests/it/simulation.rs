@@ -34,7 +34,7 @@ fn random_scenarios_keep_every_invariant() {
 /// throughput model had the same gap, mended with it).
 #[test]
 fn seeds_that_failed_once_keep_every_invariant() {
-    for seed in [610u64, 7692, 7_012_002] {
+    for seed in [610u64, 7692, 7_012_002, 13_002_877] {
         if let Err(why) = dlsim_swarm::run_seed(seed) {
             panic!(
                 "seed {seed}: {why}; reproduce: {}",

@@ -6,8 +6,8 @@
 //! Sources (MISSION / seed papers): pod daily failure rate 1.5% (DLRover-RM: a 50-pod job
 //! then fails with 53% probability a day); stragglers at 25% (or 3%) of configured CPU
 //! (DLRover Sec. 6.2, DLRover-RM Sec. 6); hot PS from uneven partitioning (DLRover Fig. 6);
-//! restart budget 3 per role, capped at 5 (open-source DLRover); checkpoint/restart
-//! 5-10 min each (DLRover-RM Sec. 2).
+//! restart budget 3 per role, capped at 5 (our choice); checkpoint/restart 5-10 min each
+//! (DLRover-RM Sec. 2).
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,7 @@ pub struct FaultConfig {
     /// A pod on a slow node gets this fraction of its requested CPU.
     pub straggler_cpu_ratio: f64,
     /// Pods of a job's first launch whose CPU is cut by hand, as the papers' experiments
-    /// do ("one PS set to 3% of its CPU", DLRover-RM Figs. 12-13; 25%, DLRover Fig. 8):
+    /// do (a worker or PS set to 3% of its CPU, DLRover-RM Figs. 12-13; 25%, DLRover Fig. 8):
     /// the pod is created with `cpu_ratio` of its configured CPU, which the cluster and
     /// every policy see. A replacement or a relaunch is a new pod at the configured size.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -290,10 +290,12 @@ impl FaultConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecoveryConfig {
-    /// Relaunches allowed per role (PS, worker) before the job fails (DLRover: 3, cap 5).
+    /// Relaunches allowed per role (PS, worker) before the job fails (3, cap 5: our choice;
+    /// the papers state no budget).
     pub restart_budget: u32,
     /// Memory of a pod relaunched after an OOM, as a multiple of the old limit. 1.0 is what
-    /// a plain TFJob restart does (same limits); DLRover doubles it.
+    /// a plain TFJob restart does (same limits); 2.0 is DLRover's rule for a worker killed
+    /// for memory (Sec. 4.2's sample stage; a PS killed so gets twice the PS count there).
     pub oom_memory_factor: f64,
     /// Training time between periodic checkpoints to remote storage; 0 = never.
     pub checkpoint_interval_s: f64,
@@ -313,7 +315,8 @@ pub struct RecoveryConfig {
     /// min, over 30 min when resources are scarce).
     pub pending_timeout_s: f64,
     /// The fixed part of a reload: restarting the training process and rebuilding its
-    /// graph and sessions (DLRover-RM Sec. 6.2: about 100 s of initialisation).
+    /// graph and sessions (DLRover Sec. 6.3: "about 100s to initialize training" in each
+    /// 3-min adjustment of its small cluster).
     pub init_s: f64,
 }
 

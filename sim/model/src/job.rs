@@ -135,13 +135,16 @@ impl FailReason {
     }
 }
 
-/// A PS whose CPU use reaches this share of its request is hot: DLRover's adjust stage
-/// acts on a PS whose "CPU utilization exceeds a predefined threshold like 0.9" (DLRover
-/// Sec. 4.2).
+/// A PS whose CPU use reaches this share of its request is hot: the threshold DLRover's
+/// sample stage applies to PS CPU ("If the CPU utilization of PS exceeds a predefined
+/// threshold like 0.9, DLROVER will add more CPU cores to PS", Sec. 4.2), taken here as the
+/// hot-PS threshold (our choice: its adjust stage compares a PS with the others and states
+/// no threshold).
 pub const HOT_PS_UTIL: f64 = 0.9;
 
-/// A worker slower than this share of its job's median worker is a straggler: the rule ES
-/// applies to its workers' throughput (Or et al.; `world/observe.rs`).
+/// A worker slower than this share of its job's median worker is a straggler (our choice;
+/// the papers define a straggler only as a worker that "lags significantly behind its
+/// peers", DLRover-RM Sec. 5.1; `world/observe.rs`).
 pub const STRAGGLER_RATE: f64 = 0.8;
 
 /// A monitored condition (a hot PS, a straggling worker) is an incident of the job once it

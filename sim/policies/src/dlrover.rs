@@ -156,8 +156,8 @@ impl Filters {
 enum Cap {
     /// `quota` times the job's requested cores (at least 4): the production setting.
     Quota(f64),
-    /// A fixed budget for every job: DLRover's `C_total` (Sec. 4.3, Table 1: 200 cores in the
-    /// small cluster), which does not move when the job's submitted pods do.
+    /// A fixed budget for every job: DLRover's `C_total` (Sec. 4.1, Eq. 3; 200 cores in its Sec. 6
+    /// experiments), which does not move when the job's submitted pods do.
     Cores(f64),
 }
 

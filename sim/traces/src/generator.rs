@@ -17,11 +17,12 @@ const DAY_S: f64 = 86_400.0;
 #[serde(default, deny_unknown_fields)]
 pub struct GeneratorConfig {
     pub days: f64,
-    /// Mean arrivals per day. DLRover Table 3 reports ~6,109 jobs over its study; we
-    /// default to ~2,000/day, a production-scale cluster's daily volume (assumption).
+    /// Mean arrivals per day: 2,000, DLRover-RM Sec. 6's "AntGroup's DLRM training jobs
+    /// (2K per day)" (DLRover Table 3's week holds 6,109 of DLRover's own jobs).
     pub jobs_per_day: f64,
-    /// Relative amplitude of the daily arrival cycle (0 = flat). DLRover-RM Fig. 1 and
-    /// the shared qps trace show a day/night swing; 0.6 gives peak/trough = 4 (assumption).
+    /// Relative amplitude of the daily arrival cycle (0 = flat). The shared qps trace shows a
+    /// day/night swing and DLRover-RM Sec. 2 speaks of daytime resource scarcity; the shape
+    /// and 0.6 (peak/trough = 4) are assumptions.
     pub diurnal_amplitude: f64,
     /// Hour of day at which arrivals peak.
     pub peak_hour: f64,
@@ -45,7 +46,7 @@ pub struct GeneratorConfig {
     /// Share of jobs whose PS memory request falls short of what their embeddings grow to
     /// (uniform in [0.6, 1) of it): users who size memory to the job and under-estimate its
     /// growth. DLRover-RM Table 4: 4.7% of jobs fail with OOM under user configurations
-    /// (DLRover Sec. 2: about 5%); a job drawn short meets its OOM only if it runs long
+    /// (DLRover Sec. 1: about 5%); a job drawn short meets its OOM only if it runs long
     /// enough, so the share is a little above the rate.
     pub mem_underprovision_share: f64,
     /// Number of distinct users submitting jobs.
@@ -171,8 +172,9 @@ fn lognormal_with_mean(rng: &mut impl Rng, mean: f64, sigma: f64) -> f64 {
         .sample(rng)
 }
 
-/// Model mix: the papers evaluate W&D and xDeepFM, and DCN in production (assumption:
-/// half W&D, a quarter each of the others).
+/// Model mix: DLRover evaluates W&D and xDeepFM, DLRover-RM adds DCN (Model-Z, Sec. 6's
+/// workloads, on Criteo); the mix in production is not stated (assumption: half W&D, a
+/// quarter each of the others).
 pub const MODEL_MIX: [(ModelKind, f64); 3] = [
     (ModelKind::WideDeep, 0.5),
     (ModelKind::Xdeepfm, 0.25),
@@ -180,7 +182,8 @@ pub const MODEL_MIX: [(ModelKind, f64); 3] = [
 ];
 
 /// Batch sizes are powers of two around 512, the papers' setting; the mix makes the mean
-/// samples per job ~103M given 249k mean steps (DLRover Table 3).
+/// samples per job ~103M given 249k mean steps (DLRover Table 3's average dataset size,
+/// read as the samples a job trains: one pass, an assumption).
 pub const BATCH_SIZE_MIX: [(u32, f64); 3] = [(256, 0.5), (512, 0.4), (1024, 0.1)];
 
 /// Embedding dimensions (assumption).
@@ -219,7 +222,7 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
     let ps = (f64::from(workers) / 4.0 * lognormal_with_mean(rng, 1.0, 0.4))
         .round()
         .clamp(1.0, 40.0) as u32;
-    // Users pick generous CPU per pod (DLRover Sec. 2: over 80% of jobs use under half).
+    // Users pick generous CPU per pod (DLRover Sec. 1: over 80% of jobs use under half).
     let worker_cpu = pick(rng, &[(4.0, 0.2), (8.0, 0.35), (16.0, 0.3), (32.0, 0.15)]);
     let ps_cpu = pick(rng, &[(4.0, 0.2), (8.0, 0.4), (16.0, 0.3), (24.0, 0.1)]);
     // What the user believes the pods need, then their safety factor.

@@ -192,6 +192,9 @@ fn replay_one(
     )?;
     dlsim_fsio::commit_dir(&staged, &out_dir)
         .with_context(|| format!("writing outputs to {}", out_dir.display()))?;
+    if let Some(w) = stalled_warning(scenario, &output.summary) {
+        eprintln!("warning: {w}");
+    }
     if !args.quiet {
         print_summary(&output.summary);
         for job in &output.summary.online_jobs {
@@ -206,6 +209,31 @@ fn replay_one(
         );
     }
     Ok(output.summary)
+}
+
+/// What to tell a user whose run without a horizon ended with jobs still active (at the
+/// time limit, or with nothing left to happen) (swarm seed 13056596: eight jobs' pods held 654 of 672 cores and none could
+/// start). Such jobs wait for room that never comes: pods are placed one by one, not a
+/// job's pods together, so jobs whose placed pods each hold part of the cluster can wait
+/// for each other for ever unless the pending timeout fails them.
+fn stalled_warning(scenario: &Scenario, s: &dlsim_model::metrics::Summary) -> Option<String> {
+    let stuck = s.failures_by_reason.get("unfinished").copied().unwrap_or(0);
+    if stuck == 0 || scenario.file.horizon_s.is_some() {
+        return None;
+    }
+    let cap = dlsim_model::settings::time_cap_s(scenario.file.timeline_interval_s);
+    let timeout = if scenario.file.recovery.pending_timeout_s > 0.0 {
+        String::new()
+    } else {
+        " With `recovery.pending_timeout_s` off, jobs whose placed pods each hold part of the \
+         cluster can wait for each other for ever (pods are placed one by one, not a job's \
+         pods together); a timeout fails them as scheduling failures instead."
+            .into()
+    };
+    Some(format!(
+        "{stuck} job(s) never finished: the run ended with them still active, when nothing \
+         was left to happen or at its time limit ({cap} s of simulated time).{timeout}"
+    ))
 }
 
 /// The replay's progress bar on stderr: simulated time out of the horizon (or, without one,

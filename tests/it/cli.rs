@@ -231,3 +231,52 @@ fn replay_of_a_policy_list_writes_one_folder_per_policy() {
     assert!(stderr(&o).contains("listed twice"), "{}", stderr(&o));
     assert!(!bad.exists(), "nothing written");
 }
+
+/// A run without a horizon whose jobs can never start (here a job that needs 12 of the
+/// cluster's 10 cores, each pod fitting the node; no pod failures to free its placed pods)
+/// ends with the job still active; the replay says so on stderr and names the pending timeout that would fail such jobs (swarm seed
+/// 13056596 stalled so, eight jobs holding parts of the cluster).
+#[test]
+fn a_run_that_stalls_until_the_time_limit_says_why() {
+    let dir = scratch("stall");
+    let job = r#"{"id":0,"submit_s":0,"user":"u","model":"wide_deep","batch_size":512,"steps":1000,"dense_mb":20,"emb_dim":16,"emb_mb_initial":10,"emb_mb_per_msample":0,"workers":1,"ps":2,"worker_cpu":4,"worker_mem_mb":4096,"ps_cpu":4,"ps_mem_mb":4096,"worker_gpu":0,"priority":0}"#;
+    std::fs::write(
+        dir.join("trace.jsonl"),
+        format!("{{\"format\":\"dlsim-trace\",\"version\":1}}\n{job}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("stall.json"),
+        r#"{"name": "stall", "seed": 1, "trace": "trace.jsonl", "policy": "static",
+            "cluster": {"groups": [{"name": "cpu", "count": 1, "cores": 10, "mem_gb": 64}]},
+            "faults": {"pod_failure_per_day": 0}}"#,
+    )
+    .unwrap();
+    let o = dlsim(&[
+        "replay",
+        path_str(&dir.join("stall.json")),
+        "--out",
+        path_str(&dir.join("out")),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 job(s) never finished") && err.contains("recovery.pending_timeout_s"),
+        "{err}"
+    );
+    // With a pending timeout the job fails as a scheduling failure and nothing is said.
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stall.json")).unwrap()).unwrap();
+    s["recovery"] = serde_json::json!({"pending_timeout_s": 600});
+    std::fs::write(dir.join("timeout.json"), s.to_string()).unwrap();
+    let o = dlsim(&[
+        "replay",
+        path_str(&dir.join("timeout.json")),
+        "--out",
+        path_str(&dir.join("out2")),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("never finished"), "{}", stderr(&o));
+}

@@ -211,11 +211,12 @@ fn replay_one(
     Ok(output.summary)
 }
 
-/// What to tell a user whose run without a horizon ended with jobs still active (at the
-/// time limit, or with nothing left to happen) (swarm seed 13056596: eight jobs' pods held 654 of 672 cores and none could
-/// start). Such jobs wait for room that never comes: pods are placed one by one, not a
-/// job's pods together, so jobs whose placed pods each hold part of the cluster can wait
-/// for each other for ever unless the pending timeout fails them.
+/// What to tell a user whose run without a horizon ended with jobs still active, at the
+/// time limit or with nothing left to happen (swarm seed 13056596: eight jobs' pods held
+/// 654 of 672 cores and none could start). Such jobs wait for room that never comes: pods
+/// are placed one by one, not a job's pods together, so jobs whose placed pods each hold
+/// part of the cluster can wait for each other for ever unless the pending timeout fails
+/// them.
 fn stalled_warning(scenario: &Scenario, s: &dlsim_model::metrics::Summary) -> Option<String> {
     let stuck = s.failures_by_reason.get("unfinished").copied().unwrap_or(0);
     if stuck == 0 || scenario.file.horizon_s.is_some() {

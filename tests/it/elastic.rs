@@ -145,12 +145,13 @@ fn deeprec_re_partitions_evenly_where_tensorflow_draws_again() {
     );
 }
 
-/// A policy asking for more pods than a trace may hold (`limits::MAX_PODS_PER_ROLE`) is
-/// refused like any impossible configuration; the job trains on as it was. (Swarm seed
-/// 12014786: `chaos` doubled a job's workers tick after tick and the world hung adding
-/// millions of pods.)
+/// A policy asking for more pods than a trace may hold (`limits::MAX_PODS_PER_ROLE`), or
+/// for PSes that with a first worker could never fit the cluster together, is refused like
+/// any impossible configuration; the job trains on as it was. (Swarm seed 12014786:
+/// `chaos` doubled a job's workers tick after tick and the world hung adding millions of
+/// pods; a swarm draw had `dlrover` raise 14 PSes to 512 GB on two 512 GB nodes.)
 #[test]
-fn an_elastic_action_beyond_the_pod_limit_is_rejected() {
+fn an_elastic_action_beyond_the_pod_limit_or_the_cluster_is_rejected() {
     use dlsim_traces::limits::MAX_PODS_PER_ROLE;
     let spec = job(2, 2);
     let s = scenario(spec.clone(), no_faults(), no_checkpoints());
@@ -164,6 +165,16 @@ fn an_elastic_action_beyond_the_pod_limit_is_rejected() {
             job: 0,
             config: JobConfig {
                 ps: MAX_PODS_PER_ROLE + 1,
+                ..JobConfig::requested(&spec)
+            },
+            method: RescaleMethod::Migrate,
+        },
+        // Each PS fits the 4 TB node, three together do not: the job could never train.
+        Action::Rescale {
+            job: 0,
+            config: JobConfig {
+                ps: 3,
+                ps_mem_mb: 2_000_000,
                 ..JobConfig::requested(&spec)
             },
             method: RescaleMethod::Migrate,

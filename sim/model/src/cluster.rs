@@ -169,6 +169,21 @@ impl Cluster {
         self.nodes.iter().any(|n| req.fits_in(&n.capacity))
     }
 
+    /// Whether `count` pods of `each` and one of `one` could run together on the empty
+    /// cluster (first fit over the nodes' capacities, the `count` first): a job's PSes and
+    /// the first worker it needs to train. A configuration that fails this can never run.
+    pub fn could_ever_fit_together(&self, each: &Resources, count: u32, one: &Resources) -> bool {
+        let mut free: Vec<Resources> = self.nodes.iter().map(|n| n.capacity).collect();
+        let mut take = |r: &Resources| match free.iter_mut().find(|f| r.fits_in(f)) {
+            Some(f) => {
+                *f -= *r;
+                true
+            }
+            None => false,
+        };
+        (0..count).all(|_| take(each)) && take(one)
+    }
+
     /// Finds a node for `req` by the placement rule, allocates it, and returns its index.
     pub fn place(&mut self, req: &Resources) -> Option<usize> {
         let node = match self.placement {

@@ -455,6 +455,10 @@ impl World {
         c.workers >= 1
             && c.workers <= MAX_PODS_PER_ROLE
             && c.ps <= MAX_PODS_PER_ROLE
+            // The PSes and a first worker must fit the empty cluster together, or the job
+            // could never train (found by the swarm: `dlrover` raised 14 PSes to 512 GB
+            // each on a cluster with two nodes of 512 GB).
+            && self.cluster.could_ever_fit_together(&c.ps_request(), c.ps, &c.worker_request())
             && c.worker_cpu > 0.0
             && c.worker_mem_mb > 0
             && c.ps_cpu.is_finite()

@@ -446,8 +446,9 @@ impl World {
         }
     }
 
-    /// Whether a configuration is well-formed and each of its pods fits some node when
-    /// empty (the one validity check for launches and rescales).
+    /// Whether a configuration is well-formed, each of its pods fits some node when empty,
+    /// and its PSes and a first worker fit the empty cluster together (the one validity
+    /// check for launches and rescales).
     pub(super) fn config_fits(&self, c: &JobConfig) -> bool {
         use dlsim_traces::limits::MAX_PODS_PER_ROLE;
         let ps_ok = c.ps == 0
@@ -455,16 +456,16 @@ impl World {
         c.workers >= 1
             && c.workers <= MAX_PODS_PER_ROLE
             && c.ps <= MAX_PODS_PER_ROLE
-            // The PSes and a first worker must fit the empty cluster together, or the job
-            // could never train (found by the swarm: `dlrover` raised 14 PSes to 512 GB
-            // each on a cluster with two nodes of 512 GB).
-            && self.cluster.could_ever_fit_together(&c.ps_request(), c.ps, &c.worker_request())
             && c.worker_cpu > 0.0
             && c.worker_mem_mb > 0
             && c.ps_cpu.is_finite()
             && c.worker_cpu.is_finite()
             && self.cluster.could_ever_fit(&c.worker_request())
             && ps_ok
+            // The PSes and a first worker must fit the empty cluster together, or the job
+            // could never train (found by the swarm: `dlrover` raised 14 PSes to 512 GB
+            // each on a cluster with two nodes of 512 GB).
+            && self.cluster.could_ever_fit_together(&c.ps_request(), c.ps, &c.worker_request())
     }
 
     fn launch(

@@ -232,14 +232,14 @@ fn replay_of_a_policy_list_writes_one_folder_per_policy() {
     assert!(!bad.exists(), "nothing written");
 }
 
-/// A run without a horizon whose jobs can never start (here a job that needs 12 of the
-/// cluster's 10 cores, each pod fitting the node; no pod failures to free its placed pods)
-/// ends with the job still active; the replay says so on stderr and names the pending timeout that would fail such jobs (swarm seed
+/// A run without a horizon whose jobs can never start (here co-located services hold 90% of
+/// the only node for ever, and the job needs 8 of its 10 cores; no pod failures) ends at
+/// its time limit with the job still active; the replay says so on stderr and names the pending timeout that would fail such jobs (swarm seed
 /// 13056596 stalled so, eight jobs holding parts of the cluster).
 #[test]
 fn a_run_that_stalls_until_the_time_limit_says_why() {
     let dir = scratch("stall");
-    let job = r#"{"id":0,"submit_s":0,"user":"u","model":"wide_deep","batch_size":512,"steps":1000,"dense_mb":20,"emb_dim":16,"emb_mb_initial":10,"emb_mb_per_msample":0,"workers":1,"ps":2,"worker_cpu":4,"worker_mem_mb":4096,"ps_cpu":4,"ps_mem_mb":4096,"worker_gpu":0,"priority":0}"#;
+    let job = r#"{"id":0,"submit_s":0,"user":"u","model":"wide_deep","batch_size":512,"steps":1000,"dense_mb":20,"emb_dim":16,"emb_mb_initial":10,"emb_mb_per_msample":0,"workers":1,"ps":1,"worker_cpu":4,"worker_mem_mb":4096,"ps_cpu":4,"ps_mem_mb":4096,"worker_gpu":0,"priority":0}"#;
     std::fs::write(
         dir.join("trace.jsonl"),
         format!("{{\"format\":\"dlsim-trace\",\"version\":1}}\n{job}\n"),
@@ -249,7 +249,9 @@ fn a_run_that_stalls_until_the_time_limit_says_why() {
         dir.join("stall.json"),
         r#"{"name": "stall", "seed": 1, "trace": "trace.jsonl", "policy": "static",
             "cluster": {"groups": [{"name": "cpu", "count": 1, "cores": 10, "mem_gb": 64}]},
-            "faults": {"pod_failure_per_day": 0}}"#,
+            "timeline_interval_s": 86400,
+            "faults": {"pod_failure_per_day": 0, "colocation": {"node_fraction": 1.0,
+                "trough": 0.9, "peak": 0.9, "noise_sigma": 0.0, "update_interval_s": 86400}}}"#,
     )
     .unwrap();
     let o = dlsim(&[

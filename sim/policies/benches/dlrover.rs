@@ -6,25 +6,18 @@
 //! samples, as in the quickstart replay. Run: `cargo bench -p dlsim-policies --features bench`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dlsim_engine::{RngStreams, SimTime};
+use dlsim_engine::RngStreams;
 use dlsim_fit::ThroughputParams;
-use dlsim_model::policy::{JobConfig, JobPhase, JobRequest, JobView, Sharding};
+use dlsim_model::policy::{JobConfig, JobRequest, JobView};
 use dlsim_policies::dlrover::plan::{self, Plan, Search};
-use dlsim_traces::ModelKind;
+use dlsim_policies::testkit;
 use rand::Rng;
 
 fn request() -> JobRequest {
     JobRequest {
-        id: 1,
         user: "u1".into(),
-        model: ModelKind::WideDeep,
-        batch_size: 512,
         steps: 200_000,
-        dense_mb: 40.0,
-        emb_dim: 16,
-        priority: 0,
-        submit: SimTime::ZERO,
-        requested: JobConfig {
+        ..testkit::request(JobConfig {
             workers: 8,
             ps: 2,
             worker_cpu: 4.0,
@@ -32,7 +25,7 @@ fn request() -> JobRequest {
             worker_gpu: 0,
             ps_cpu: 8.0,
             ps_mem_mb: 16_384,
-        },
+        })
     }
 }
 
@@ -61,20 +54,8 @@ fn observations(job: &JobView<'_>) -> Vec<(dlsim_fit::Config, f64)> {
 fn decision(c: &mut Criterion) {
     let request = request();
     let job = JobView {
-        request: &request,
-        phase: JobPhase::Training,
-        config: request.requested,
-        running_workers: 8,
-        running_ps: 2,
-        pending_pods: 0,
         steps_done: 50_000,
-        history: &[],
-        oom_kills: 0,
-        sharding: Sharding::Dynamic,
-        pods: Vec::new(),
-        events: &[],
-        rescaling: false,
-        restarts: [0, 0],
+        ..testkit::view(&request)
     };
     let obs = observations(&job);
     let split = plan::split_from_utilisation(0.6, 0.3, 0.5, 1.0);

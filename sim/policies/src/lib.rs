@@ -50,8 +50,9 @@ pub mod autoscale;
 pub mod composed;
 pub mod nsga2;
 pub mod spec;
-#[cfg(test)]
-mod testkit;
+#[cfg(any(test, feature = "bench"))]
+#[doc(hidden)]
+pub mod testkit;
 
 registry!(dyn Policy; POLICIES, POLICY_DOCS, POLICY_NAMES;
     static_policy, dlrover, dlrover_oss, optimus, es, well_tuned);

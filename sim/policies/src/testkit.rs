@@ -1,4 +1,5 @@
-//! Test fixtures shared by the policies' unit tests: one job as a policy sees it.
+//! Fixtures shared by the policies' unit tests and their bench (`--features bench`): one
+//! job as a policy sees it.
 
 use dlsim_model::policy::{JobConfig, JobPhase, JobRequest, JobView, Sharding};
 

@@ -451,8 +451,7 @@ impl World {
     /// check for launches and rescales).
     pub(super) fn config_fits(&self, c: &JobConfig) -> bool {
         use dlsim_traces::limits::MAX_PODS_PER_ROLE;
-        let ps_ok = c.ps == 0
-            || (c.ps_cpu > 0.0 && c.ps_mem_mb > 0 && self.cluster.could_ever_fit(&c.ps_request()));
+        let ps_ok = c.ps == 0 || (c.ps_cpu > 0.0 && c.ps_mem_mb > 0);
         c.workers >= 1
             && c.workers <= MAX_PODS_PER_ROLE
             && c.ps <= MAX_PODS_PER_ROLE
@@ -460,10 +459,9 @@ impl World {
             && c.worker_mem_mb > 0
             && c.ps_cpu.is_finite()
             && c.worker_cpu.is_finite()
-            && self.cluster.could_ever_fit(&c.worker_request())
             && ps_ok
-            // The PSes and a first worker must fit the empty cluster together, or the job
-            // could never train (found by the swarm: `dlrover` raised 14 PSes to 512 GB
+            // The PSes and a first worker must fit the empty cluster together (so each of
+            // them fits some node), or the job could never train (found by the swarm: `dlrover` raised 14 PSes to 512 GB
             // each on a cluster with two nodes of 512 GB).
             && self.cluster.could_ever_fit_together(&c.ps_request(), c.ps, &c.worker_request())
     }

@@ -67,15 +67,17 @@ fn steps_per_s(spec: &JobSpec, workers: u32, ps: u32) -> f64 {
 #[test]
 fn es_settles_at_the_last_size_whose_scaling_efficiency_passed() {
     let spec = wide_deep(4, 1);
-    let (j, rejected) = run(spec.clone(), "es[theta=0.3,spawn=4]");
+    // A threshold below the paper's 0.3: the built-in W&D's one 8-core PS leaves a new
+    // worker 0.19 of a worker's throughput at 4 -> 8 workers and 0.13 at 8 -> 12.
+    let (j, rejected) = run(spec.clone(), "es[theta=0.15,spawn=4]");
     assert_eq!(rejected, 0);
-    // By hand: 4 -> 8 -> 12 ... while s > 0.3 (and within 200 cores), then back one step.
+    // By hand: 4 -> 8 -> 12 ... while s > 0.15 (and within 200 cores), then back one step.
     let eff = |a: u32, b: u32| {
         let (ra, rb) = (steps_per_s(&spec, a, 1), steps_per_s(&spec, b, 1));
         ((rb - ra) / f64::from(b - a)) / (ra / f64::from(a))
     };
     let mut k = 4;
-    while eff(k, k + 4) > 0.3 && f64::from(k + 4) * 4.0 + 8.0 <= 200.0 {
+    while eff(k, k + 4) > 0.15 && f64::from(k + 4) * 4.0 + 8.0 <= 200.0 {
         k += 4;
     }
     assert!(k > 4, "the test needs at least one passing step");

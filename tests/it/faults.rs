@@ -520,8 +520,8 @@ fn a_calibration_file_sets_the_truth_of_its_kinds() {
         .map(|(k, p)| (k, perf::scaled(&p, 2.0)))
         .collect();
     // T = 2 * (1e-3 * 512 / 16' + 0.01) s per step per worker, 4 workers, where 16' is what
-    // the pod runtime leaves of the worker's 16 cores (16^2 / 18, `perf::runtime_cores`).
-    let t = 2.0 * (1e-3 * 512.0 / (16.0 * 16.0 / 18.0) + 0.01);
+    // the pod runtime leaves of the worker's 16 cores (16^2 / 17.5, `perf::runtime_cores`).
+    let t = 2.0 * (1e-3 * 512.0 / (16.0 * 16.0 / 17.5) + 0.01);
     let expect = 20.0 + s.jobs[0].total_samples() / (4.0 * 512.0 / t);
     let got = jct_s(&s);
     assert_jct(got, expect, "JCT");

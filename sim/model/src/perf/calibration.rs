@@ -57,7 +57,8 @@
 //!
 //!    The anchor's iteration is the truth's, so it includes the worker pod runtime's share
 //!    of the anchor's worker cores (`super::WORKER_RUNTIME_CORES`: W&D's 3-core workers
-//!    train on 1.8 cores, xDeepFM's 20-core ones on 18.2).
+//!    train on 2.0 cores, xDeepFM's 20-core ones on 18.6), and a lookup is served on
+//!    `super::lookup_threads` of the anchor's 16-core PSes (4.5).
 //!
 //! Result: within each term the truth keeps the kernel's measured shape (slope vs intercept,
 //! hence its scaling in `w`, `p`, `lambda_w`, `lambda_p`, `m`, `D`), the split between worker

@@ -15,11 +15,11 @@
 //! whatever the step does ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's quota,
 //! so `lambda_w` above is the cores left to the training ([`runtime_cores`]), and the
 //! profiler counts them as used. This is the per-pod cost of scaling out: a 1-core worker
-//! trains on 0.4 of a core. (The policies' own model, `dlsim_fit`, keeps the paper's form: a policy that
-//! models the system imperfectly is realistic.) `iteration_time` sees a GPU worker's cores
-//! summed with its GPUs' core equivalents and takes the runtime's share from the sum;
-//! `job_perf` takes it from the CPU alone (for the generator's 8-core GPU workers the two
-//! differ by about 0.3 cores).
+//! trains on 0.4 of a core. (The policies' own model, `dlsim_fit`, keeps the paper's form:
+//! a policy that models the system imperfectly is realistic.) `iteration_time` sees a GPU
+//! worker's cores summed with its GPUs' core equivalents and takes the runtime's share from
+//! the sum; `job_perf` takes it from the CPU alone (for the generator's 8-core GPU workers
+//! the two differ by about 0.3 cores).
 
 use dlsim_traces::ModelKind;
 
@@ -197,8 +197,8 @@ pub fn lookup_threads(cores: f64) -> f64 {
 pub const WORKER_RUNTIME_CORES: f64 = 1.5;
 // A PS pod's runtime is not modelled: DLRover Table 1's Wide & Deep PS readings (85.1 cores
 // for 8 PS at 210 steps/s, 5.7 for one PS at 12 steps/s) are within 15% of the update and
-// serving work the kernel measures once the throughput is right (79.6 and 4.9), and a core per PS (the
-// reading's other explanation) would put every user-configured PS of the production
+// serving work the kernel measures once the throughput is right (79.6 and 4.9), and a core
+// per PS (the reading's other explanation) would put every user-configured PS of the production
 // population at 10% busy before it serves anything, against DLRover-RM's 13% mean.
 // Sensitivity, measured 2026-11-26 with 1 core per PS: the full reproduction loses
 // `rm-prod-starved-share` (11% of jobs, paper 6%) and `rm-prod-ps-cpu-after` flips
@@ -379,8 +379,8 @@ pub fn job_perf_detail(
             // Per round (one step of each of the w workers) a PS does the work the kernel
             // measured on its threads: the update core-seconds of w pushes and serving w
             // lookup requests (each `a_emb m D s_j` of work, however many threads it is
-            // spread over, [`lookup_threads`]). The dense
-            // sync is a transfer, as on the worker. Idle cores are not "used" cores.
+            // spread over, [`lookup_threads`]). The dense sync is a transfer, as on the
+            // worker. Idle cores are not "used" cores.
             let update = p.a_upd * w * j.share;
             let serve = w * p.a_emb * x.batch * x.emb_dim * j.share;
             ((update + serve) / t_ref).min(j.cores)

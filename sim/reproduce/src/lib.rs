@@ -321,7 +321,8 @@ fn table_vocabs(sizes: manifest::TableSizes, n: usize, rows: f64) -> Vec<f64> {
     shape.iter().map(|s| (s * k).max(1.0)).collect()
 }
 
-/// PICASSO Table VI: the expected per-batch hit ratio of unique IDs of a hot storage of
+/// PICASSO Table VI: the expected hit ratio over the unique IDs of one lookup (`batch`
+/// samples: a micro-batch under D-interleaving) of a hot storage of
 /// `MB` megabytes once HybridHash has counted `counted_batches` batches (its 100-batch
 /// warm-up and the batches since: Algorithm 1 keeps counting and re-flushes the top-k;
 /// `dlsim_kernel::cache::HitCurve`), on the

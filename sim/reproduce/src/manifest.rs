@@ -55,7 +55,8 @@ pub struct PicassoSetup {
     pub params: f64,
     /// Embedding dimension; a hot-storage row holds `emb_dim` f32 values.
     pub emb_dim: f64,
-    /// Samples per batch.
+    /// Samples per lookup: the batch the embedding layer and its hot storage see at a
+    /// time (under PICASSO's D-interleaving, one micro-batch).
     pub batch: f64,
     /// How the parameters spread over the tables: `equal`, or `criteo`, the shape of the
     /// Criteo Kaggle dataset's 26 table sizes (3 to 10.1M IDs) stretched over the tables.

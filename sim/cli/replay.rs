@@ -216,7 +216,8 @@ fn replay_one(
 /// 654 of 672 cores and none could start). Such jobs wait for room that never comes: pods
 /// are placed one by one, not a job's pods together, so jobs whose placed pods each hold
 /// part of the cluster can wait for each other for ever unless the pending timeout fails
-/// them.
+/// them. Co-located services, when the scenario has them, are named too: the room they
+/// hold is the other way a job waits for ever.
 fn stalled_warning(scenario: &Scenario, s: &dlsim_model::metrics::Summary) -> Option<String> {
     let stuck = s.failures_by_reason.get("unfinished").copied().unwrap_or(0);
     if stuck == 0 || scenario.file.horizon_s.is_some() {
@@ -231,9 +232,19 @@ fn stalled_warning(scenario: &Scenario, s: &dlsim_model::metrics::Summary) -> Op
          pods together); a timeout fails them as scheduling failures instead."
             .into()
     };
+    let services = if scenario.file.faults.colocation.node_fraction > 0.0 {
+        format!(
+            " Co-located services (`faults.colocation`) hold about {:.0}% of {:.0}% of the \
+             nodes at their daily peak: room they hold for the whole run never comes.",
+            100.0 * scenario.file.faults.colocation.peak,
+            100.0 * scenario.file.faults.colocation.node_fraction
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
         "{stuck} job(s) never finished: the run ended with them still active, when nothing \
-         was left to happen or at its time limit ({cap} s of simulated time).{timeout}"
+         was left to happen or at its time limit ({cap} s of simulated time).{services}{timeout}"
     ))
 }
 

@@ -267,6 +267,11 @@ fn a_run_that_stalls_until_the_time_limit_says_why() {
         err.contains("1 job(s) never finished") && err.contains("recovery.pending_timeout_s"),
         "{err}"
     );
+    // The services that hold the node are named as the other cause.
+    assert!(
+        err.contains("faults.colocation") && err.contains("about 90% of 100% of the nodes"),
+        "{err}"
+    );
     // With a pending timeout the job fails as a scheduling failure and nothing is said.
     let mut s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("stall.json")).unwrap()).unwrap();

@@ -234,7 +234,8 @@ fn replay_of_a_policy_list_writes_one_folder_per_policy() {
 
 /// A run without a horizon whose jobs can never start (here co-located services hold 90% of
 /// the only node for ever, and the job needs 8 of its 10 cores; no pod failures) ends at
-/// its time limit with the job still active; the replay says so on stderr and names the pending timeout that would fail such jobs (swarm seed
+/// its time limit with the job still active; the replay says so on stderr, names the
+/// pending timeout that would fail such jobs and the services holding the node (swarm seed
 /// 13056596 stalled so, eight jobs holding parts of the cluster).
 #[test]
 fn a_run_that_stalls_until_the_time_limit_says_why() {
@@ -254,15 +255,18 @@ fn a_run_that_stalls_until_the_time_limit_says_why() {
                 "trough": 0.9, "peak": 0.9, "noise_sigma": 0.0, "update_interval_s": 86400}}}"#,
     )
     .unwrap();
-    let o = dlsim(&[
-        "replay",
-        path_str(&dir.join("stall.json")),
-        "--out",
-        path_str(&dir.join("out")),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let err = stderr(&o);
+    let replay = |scenario: &str, out: &str| {
+        let o = dlsim(&[
+            "replay",
+            path_str(&dir.join(scenario)),
+            "--out",
+            path_str(&dir.join(out)),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = replay("stall.json", "out");
     assert!(
         err.contains("1 job(s) never finished") && err.contains("recovery.pending_timeout_s"),
         "{err}"
@@ -277,13 +281,6 @@ fn a_run_that_stalls_until_the_time_limit_says_why() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("stall.json")).unwrap()).unwrap();
     s["recovery"] = serde_json::json!({"pending_timeout_s": 600});
     std::fs::write(dir.join("timeout.json"), s.to_string()).unwrap();
-    let o = dlsim(&[
-        "replay",
-        path_str(&dir.join("timeout.json")),
-        "--out",
-        path_str(&dir.join("out2")),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("never finished"), "{}", stderr(&o));
+    let err = replay("timeout.json", "out2");
+    assert!(!err.contains("never finished"), "{err}");
 }

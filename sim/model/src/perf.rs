@@ -306,12 +306,17 @@ pub fn job_perf_detail(
             0.0,
         )
     } else {
-        let max_share = ps.iter().map(|j| j.share).fold(0.0, f64::max);
-        let max_serve = ps
-            .iter()
-            .map(|j| j.share / lookup_threads(j.cores))
-            .fold(0.0, f64::max);
-        let max_load = ps.iter().map(|j| j.share / j.cores).fold(0.0, f64::max);
+        // The busiest PS by share (sync), by share per lookup thread (lookups) and by share
+        // per core (updates), in one pass: this runs at every rate refresh.
+        let (max_share, max_serve, max_load) =
+            ps.iter()
+                .fold((0.0, 0.0, 0.0), |(sh, se, lo): (f64, f64, f64), j| {
+                    (
+                        sh.max(j.share),
+                        se.max(j.share / lookup_threads(j.cores)),
+                        lo.max(j.share / j.cores),
+                    )
+                });
         (
             p.a_upd * w * max_load + p.b_upd,
             p.a_sync * (x.dense_mb * max_share) / (x.bandwidth_mb_s / w) + p.b_sync,

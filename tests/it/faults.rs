@@ -142,6 +142,45 @@ fn healthy_job_takes_start_latency_plus_samples_over_rate() {
     assert_jct(got, expect, "JCT");
 }
 
+/// Utilisation is the profiler's: a pod that is still starting holds its node but is not in
+/// the job's allocated core-seconds, so a slow start lengthens the JCT and leaves the job's
+/// utilisation as it is (DLRover-RM production pods take 5-10 min to start).
+#[test]
+fn a_starting_pod_is_not_in_its_jobs_utilisation() {
+    let spec = job(4, 2);
+    let cores = 4.0 * spec.worker_cpu + 2.0 * spec.ps_cpu;
+    let run = |start_s: f64| {
+        let mut s = scenario(spec.clone(), no_faults(), no_checkpoints());
+        s.file.pods.start_base_s = start_s;
+        let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
+        let j = &out.world.jobs[0];
+        assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
+        let jct = (j.ended_at().unwrap() - j.request().submit).as_secs_f64();
+        let u = j.usage();
+        (
+            jct,
+            u.cpu_alloc_core_s,
+            u.cpu_used_core_s / u.cpu_alloc_core_s,
+        )
+    };
+    let (fast_jct, fast_alloc, fast_util) = run(20.0);
+    let (slow_jct, slow_alloc, slow_util) = run(1_000.0);
+    assert_jct(slow_jct, fast_jct + 980.0, "a start 980 s longer");
+    // Allocated while running: the same training time at the same cores.
+    assert!(
+        (slow_alloc - fast_alloc).abs() < 1e-6 * fast_alloc,
+        "allocated core-s {slow_alloc} vs {fast_alloc}"
+    );
+    assert!(
+        (slow_alloc - cores * (slow_jct - 1_000.0)).abs() < 1e-6 * slow_alloc,
+        "allocated core-s {slow_alloc} is the pods' cores over their running time"
+    );
+    assert!(
+        (slow_util - fast_util).abs() < 1e-9,
+        "{slow_util} vs {fast_util}"
+    );
+}
+
 #[test]
 fn a_slow_node_at_25_percent_cpu_slows_the_job_by_the_computed_amount() {
     // The only node is slow: every pod on it, workers and PS, gets a quarter of its CPU.

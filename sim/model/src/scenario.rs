@@ -904,6 +904,23 @@ fn check_jobs_fit(
     Ok(())
 }
 
+/// Whether a scenario file of the kind `text` is (batch, or online with `"kind":
+/// "online"`) has a top-level field named `field`: what `dlsim reproduce --set '*:KEY=V'`
+/// asks before it sets a key in every experiment's scenario, so that a batch key such as
+/// `elasticity.storage_mb_s` skips the online ones. Read from the files' schemas, which
+/// derive from the same serde types the loaders use.
+pub fn has_top_level_field(text: &str, field: &str) -> bool {
+    let schema = if crate::online::scenario::is_online_text(text) {
+        schemars::schema_for!(crate::online::scenario::OnlineFile)
+    } else {
+        schemars::schema_for!(ScenarioFile)
+    };
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .is_some_and(|p| p.contains_key(field))
+}
+
 /// Sets the dotted `key` (for example `faults.pod_failure_per_day`) of a JSON document to
 /// `value`, creating objects on the way: how sweeps and `dlsim reproduce` apply their
 /// scenario overrides before the scenario is validated.

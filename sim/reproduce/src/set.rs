@@ -8,7 +8,9 @@
 //! * anything else: a dotted path into the experiment's scenario, applied after the
 //!   manifest's own overrides (`production-day:cluster.groups.0.count=300`); a numeric part
 //!   indexes an array, and a key the scenario lacks is added (the scenario's loader then
-//!   rejects what it does not know).
+//!   rejects what it does not know). With `*` it goes to the scenarios whose kind (batch,
+//!   or online) has its first part as a field: `*:elasticity.storage_mb_s=14` changes the
+//!   batch experiments and leaves Kale's online one alone.
 //!
 //! `VALUE` is read as JSON when it parses as JSON (`300`, `true`, `"equal"`), else as the
 //! string itself (a policy spec needs no quotes). Every override is checked when the
@@ -146,6 +148,10 @@ pub fn apply(papers: &mut [Paper], overrides: &[Override]) -> Result<(), String>
                         continue;
                     }
                     let text = p.scenario_text[ei].as_deref().unwrap_or("{}");
+                    let field = o.key.split('.').next().unwrap_or_default();
+                    if !named && !dlsim_model::scenario::has_top_level_field(text, field) {
+                        continue; // `*` sets a batch key in batch scenarios only, and so on.
+                    }
                     let mut v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
                     set_path(&mut v, &o.key, o.value.clone()).map_err(|why| {
                         err(format!("in experiment `{}`'s scenario: {why}", e.id))
@@ -192,6 +198,39 @@ mod tests {
             Override::parse("e:k=it's").unwrap().shell_arg(),
             r" --set 'e:k=it'\''s'"
         );
+    }
+
+    /// `*` with a batch scenario key changes the batch experiments and skips the online
+    /// one (whose loader would refuse the key); named outright, the online experiment
+    /// takes it, and its loader then names the unknown field.
+    #[test]
+    fn a_wildcard_scenario_key_goes_to_the_scenarios_that_have_it() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/paper");
+        let load = || {
+            ["dlrover-rm", "kale"]
+                .map(|p| crate::manifest::Paper::load(&root, p).expect("a committed manifest"))
+        };
+        let touched = |papers: &[crate::manifest::Paper]| -> Vec<String> {
+            papers
+                .iter()
+                .flat_map(|p| p.file.experiments.iter())
+                .filter(|e| !e.overrides.is_empty())
+                .map(|e| e.id.clone())
+                .collect()
+        };
+        let mut papers = load();
+        let set = Override::parse("*:elasticity.storage_mb_s=14").unwrap();
+        apply(&mut papers, std::slice::from_ref(&set)).unwrap();
+        let got = touched(&papers);
+        assert!(got.contains(&"production-day".to_string()), "{got:?}");
+        assert!(!got.contains(&"table3".to_string()), "{got:?}");
+        let mut papers = load();
+        let named = Override::parse("table3:elasticity.storage_mb_s=14").unwrap();
+        apply(&mut papers, &[named]).unwrap();
+        assert_eq!(touched(&papers), vec!["table3".to_string()]);
+        let mut kale = [load().into_iter().nth(1).unwrap()];
+        let err = apply(&mut kale, &[set]).unwrap_err();
+        assert!(err.contains("changes no experiment"), "{err}");
     }
 
     #[test]

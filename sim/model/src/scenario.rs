@@ -904,13 +904,13 @@ fn check_jobs_fit(
     Ok(())
 }
 
-/// Whether a scenario file of the kind `text` is (batch, or online with `"kind":
+/// Whether a scenario file of the kind `doc` is (batch, or online with `"kind":
 /// "online"`) has a top-level field named `field`: what `dlsim reproduce --set '*:KEY=V'`
 /// asks before it sets a key in every experiment's scenario, so that a batch key such as
 /// `elasticity.storage_mb_s` skips the online ones. Read from the files' schemas, which
 /// derive from the same serde types the loaders use.
-pub fn has_top_level_field(text: &str, field: &str) -> bool {
-    let schema = if crate::online::scenario::is_online_text(text) {
+pub fn has_top_level_field(doc: &serde_json::Value, field: &str) -> bool {
+    let schema = if crate::online::scenario::is_online_value(doc) {
         schemars::schema_for!(crate::online::scenario::OnlineFile)
     } else {
         schemars::schema_for!(ScenarioFile)

@@ -148,11 +148,11 @@ pub fn apply(papers: &mut [Paper], overrides: &[Override]) -> Result<(), String>
                         continue;
                     }
                     let text = p.scenario_text[ei].as_deref().unwrap_or("{}");
+                    let mut v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
                     let field = o.key.split('.').next().unwrap_or_default();
-                    if !named && !dlsim_model::scenario::has_top_level_field(text, field) {
+                    if !named && !dlsim_model::scenario::has_top_level_field(&v, field) {
                         continue; // `*` sets a batch key in batch scenarios only, and so on.
                     }
-                    let mut v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
                     set_path(&mut v, &o.key, o.value.clone()).map_err(|why| {
                         err(format!("in experiment `{}`'s scenario: {why}", e.id))
                     })?;

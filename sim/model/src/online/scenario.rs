@@ -353,14 +353,12 @@ fn max_workers(f: &OnlineFile) -> u32 {
 
 /// Whether the JSON text declares `"kind": "online"` (an online-only file).
 pub fn is_online_text(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("kind")
-                .and_then(|k| k.as_str())
-                .map(|k| k == "online")
-        })
-        .unwrap_or(false)
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| is_online_value(&v))
+}
+
+/// Whether a parsed JSON document declares `"kind": "online"`.
+pub fn is_online_value(doc: &serde_json::Value) -> bool {
+    doc.get("kind").and_then(|k| k.as_str()) == Some("online")
 }
 
 /// An online-only file (`"kind": "online"`), validated, as the text of the scenario it

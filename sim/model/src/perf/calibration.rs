@@ -22,38 +22,49 @@
 //!    - `T_grad` and `T_emb` carry `m` and `D` themselves; betas are per-iteration constants
 //!      and stay as measured.
 //! 2. **Production factors** ([`Factors`], [`with_factors`]). Each term is work of the side
-//!    the kernel measured it on (`sim/kernel/src/calibrate/shape.rs`): worker-side work is
-//!    multiplied by `k_w`, PS-side work by `k_ps`, and the dense sync keeps factor 1 (it is a
-//!    transfer whose bandwidth the scenario states).
-//!    - Worker side: the gradient (`a_grad`, `b_grad`) and the intercepts of the lookup and
-//!      the push, `b_emb` (de-duplicating the batch's `26 m` IDs and copying the returned rows
-//!      into the batch) and `b_upd` (packing the sparse gradients). None of them is divided
-//!      by `p`: the paper's form folds them into intercepts.
-//!    - PS side: `a_upd` (applying w pushes on `lambda_p` threads) and `a_emb` (serving the
-//!      rows of a lookup request, `1 / p` of them per PS).
+//!    the kernel measured it on (`sim/kernel/src/calibrate/shape.rs`), and the dense sync
+//!    keeps factor 1 (it is a transfer whose bandwidth the scenario states):
+//!    - the gradient's per-sample slope (`a_grad`) takes `k_grad`: the production model's
+//!      heavier per-sample compute against the kernel's stand-in (the kernel's kinds are
+//!      small MLPs, without xDeepFM's CIN or DCN's cross layers), so it differs by kind;
+//!    - the worker's per-step intercepts take `k_rt`: `b_grad` (the gradient's fixed cost a
+//!      step: dispatch and reduction), `b_emb` (de-duplicating the batch's `26 m` IDs and
+//!      copying the returned rows into the batch) and `b_upd` (packing the sparse
+//!      gradients); they are TensorFlow's per-step ops on the same Criteo IDs whatever the
+//!      model above them, so one factor serves every kind. None of them is divided by `p`:
+//!      the paper's form folds them into intercepts;
+//!    - the PS side, `a_upd` (applying w pushes on `lambda_p` threads) and `a_emb` (serving
+//!      the rows of a lookup request, `1 / p` of them per PS), takes `k_ps`: a TensorFlow
+//!      PS's RPC and hash-table costs against the kernel's in-process ones.
 //!
-//!    `k_w` stands for the production model's heavier per-sample compute and TensorFlow's
-//!    per-step worker runtime (the kernel's kinds are small MLPs, without xDeepFM's CIN or
-//!    DCN's cross layers); `k_ps` for a TensorFlow PS's RPC and hash-table costs against the
-//!    kernel's in-process ones. (Until 2026-11-26 `b_emb` and `b_upd` took `k_ps`: the
-//!    worker's de-duplication then counted as PS work, a fixed 69 ms per W&D step that no
-//!    number of workers contended for, so scaling out cost nothing. `job_perf_detail` counts
-//!    the same split as each side's CPU use.)
+//!    (Until 2026-11-26 `b_emb` and `b_upd` took `k_ps`: the worker's de-duplication then
+//!    counted as PS work, a fixed 69 ms per W&D step that no number of workers contended for,
+//!    so scaling out cost nothing. Until 2026-11-28 every worker-side term took one factor
+//!    per kind: xDeepFM's, 3.3x W&D's, then made its per-step intercepts 3.3x W&D's for the
+//!    same IDs, 37 ms of serial work a step against a gradient of 23 ms on its 20-core
+//!    workers, so its workers used 6-7 cores where Table 1 measured 18-19 and `dlrover`
+//!    split the job into 17-42 small workers to run the serial parts side by side, 92
+//!    steps/s against DLRover's 56. `job_perf_detail` counts the same split as each side's
+//!    CPU use.)
 //! 3. **Anchoring** ([`anchor_factors`]). For a kind with a published anchor ([`ANCHORS`]:
 //!    DLRover Table 2's well-tuned configuration and the throughput Table 1 reports for it),
-//!    `k_w` and `k_ps` solve two equations at that configuration, with `G`, `P`, `S` the
-//!    step-1 `T_grad`, `T_upd + T_emb` and `T_sync` there:
-//!    - *level*: `k_w G + k_ps P + S = w / R` (`R` steps/s), so the anchor reaches R, with
-//!      `G` the worker-side terms (`T_grad + b_emb + b_upd`) and `P` the PS-side ones;
+//!    two equations hold at that configuration, with `G`, `R`, `P`, `S` the step-1
+//!    gradient slope time, worker intercepts, PS-side time and sync time there:
+//!    - *level*: `k_grad G + k_rt R + k_ps P + S = w / R_pub` (`R_pub` steps/s), so the
+//!      anchor reaches the published throughput;
 //!    - *well-tuned*: moving one core between the worker side and the PS side leaves the
 //!      iteration time unchanged (DLRover tuned these configurations "until it almost reaches
 //!      the best throughput", both at about C_total = 200 cores):
-//!      `k_w a_grad m / (w lambda_w^2) = k_ps a_upd' w / (p^2 lambda_p^2)`.
+//!      `k_grad a_grad m / (w lambda_w^2) = k_ps a_upd' w / (p^2 lambda_p^2)`.
 //!      If the fit has `a_grad = 0` or `a_upd = 0` this condition is degenerate and one common
-//!      factor is used (`k_w = k_ps`).
+//!      factor is used (`k_grad = k_ps`).
 //!
-//!    Kinds without a published anchor (DCN) take the geometric mean of the anchored kinds'
-//!    factors (assumption: it sits between W&D and xDeepFM, as the built-in defaults did).
+//!    The first anchor the file covers (W&D) has three factors for two equations and takes
+//!    `k_grad = k_rt` (one worker factor, as before 2026-11-28); every further anchored kind
+//!    (xDeepFM) keeps that `k_rt` and solves its own `k_grad` and `k_ps`. Kinds without a
+//!    published anchor (DCN) take `k_rt` and the geometric mean of the anchored kinds'
+//!    `k_grad` and `k_ps` (assumption: it sits between W&D and xDeepFM, as the built-in
+//!    defaults did).
 //!
 //!    The anchor's iteration is the truth's, so it includes the worker pod runtime's share
 //!    of the anchor's worker cores (`super::WORKER_RUNTIME_CORES`: W&D's 3-core workers
@@ -155,11 +166,13 @@ pub struct KernelCalibration {
     pub kinds: BTreeMap<ModelKind, KernelKind>,
 }
 
-/// Step 2's multipliers: `worker` on the worker-side terms (`a_grad`, `b_grad`, `b_emb`,
-/// `b_upd`), `ps` on the PS-side ones (`a_upd`, `a_emb`).
+/// Step 2's multipliers: `grad` on the gradient's per-sample compute (`a_grad`), `runtime`
+/// on the worker's per-step intercepts (`b_grad`, `b_emb`, `b_upd`), `ps` on the PS-side
+/// work (`a_upd`, `a_emb`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Factors {
-    pub worker: f64,
+    pub grad: f64,
+    pub runtime: f64,
     pub ps: f64,
 }
 
@@ -174,27 +187,37 @@ pub fn to_reference_units(k: &KernelKind, bandwidth_mb_s: f64) -> ThroughputPara
     }
 }
 
-/// Step 2: worker-side work times `f.worker`, PS-side work times `f.ps`, sync unchanged.
+/// Step 2: the gradient's slope times `f.grad`, the worker's intercepts times `f.runtime`,
+/// PS-side work times `f.ps`, sync unchanged.
 pub fn with_factors(u: &ThroughputParams, f: Factors) -> ThroughputParams {
     ThroughputParams {
-        a_grad: u.a_grad * f.worker,
-        b_grad: u.b_grad * f.worker,
+        a_grad: u.a_grad * f.grad,
+        b_grad: u.b_grad * f.runtime,
         a_upd: u.a_upd * f.ps,
-        b_upd: u.b_upd * f.worker,
+        b_upd: u.b_upd * f.runtime,
         a_emb: u.a_emb * f.ps,
-        b_emb: u.b_emb * f.worker,
+        b_emb: u.b_emb * f.runtime,
         ..*u
     }
 }
 
 /// Step 3: the factors that put `u` (step-1 parameters) at the anchor's published
-/// throughput with its core split well tuned. Errs when no positive factors can.
-pub fn anchor_factors(u: &ThroughputParams, a: &Anchor) -> Result<Factors, String> {
+/// throughput with its core split well tuned. With `runtime` `None` (the first anchor) the
+/// worker's two factors are one (`grad` = `runtime`); with `Some(k)` the intercepts take
+/// `k` (the first anchor's) and `grad` and `ps` solve the two equations. Errs when no
+/// positive factors can.
+pub fn anchor_factors(
+    u: &ThroughputParams,
+    a: &Anchor,
+    runtime: Option<f64>,
+) -> Result<Factors, String> {
     let x = a.inputs();
     let t = iteration_time(u, &x);
-    // Worker side, PS side and sync at the anchor, split as `with_factors` scales them.
+    // At the anchor, split as `with_factors` scales them: the gradient's slope, the
+    // worker's intercepts, the PS side and the sync.
+    let intercepts = u.b_grad + u.b_emb + u.b_upd;
     let (g, p, s) = (
-        t.grad_s + u.b_emb + u.b_upd,
+        t.grad_s - u.b_grad,
         t.upd_s + t.emb_s - u.b_emb - u.b_upd,
         t.sync_s,
     );
@@ -211,13 +234,23 @@ pub fn anchor_factors(u: &ThroughputParams, a: &Anchor) -> Result<Factors, Strin
     } else {
         1.0
     };
-    let per_ps = ratio * g + p;
+    let (rest, per_ps) = match runtime {
+        None => (target_s - s, ratio * (g + intercepts) + p),
+        Some(k) => (target_s - s - k * intercepts, ratio * g + p),
+    };
     if per_ps.is_nan() || per_ps <= 0.0 {
         return Err("the fit has no worker or PS time to scale".into());
     }
-    let ps = (target_s - s) / per_ps;
+    if rest <= 0.0 {
+        return Err(format!(
+            "the worker's intercepts at the first anchor's runtime factor fill the published \
+             iteration ({target_s:.4} s)"
+        ));
+    }
+    let ps = rest / per_ps;
     Ok(Factors {
-        worker: ratio * ps,
+        grad: ratio * ps,
+        runtime: runtime.unwrap_or(ratio * ps),
         ps,
     })
 }
@@ -229,25 +262,30 @@ pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputPa
         .iter()
         .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
         .collect();
-    let mut factors = BTreeMap::new();
+    // The first anchor the file covers sets the runtime factor of the worker's intercepts;
+    // every further anchored kind takes it and solves its own gradient and PS factors.
+    let mut factors: BTreeMap<ModelKind, Factors> = BTreeMap::new();
+    let mut runtime = None;
     for a in &ANCHORS {
         if let Some(u) = units.get(&a.kind) {
-            let f = anchor_factors(u, a).map_err(|e| format!("kinds.{}: {e}", a.kind))?;
+            let f = anchor_factors(u, a, runtime).map_err(|e| format!("kinds.{}: {e}", a.kind))?;
+            runtime.get_or_insert(f.runtime);
             factors.insert(a.kind, f);
         }
     }
-    if factors.is_empty() {
+    let Some(runtime) = runtime else {
         return Err(
             "kinds: covers no kind with a published anchor (wide_deep, xdeepfm), so the \
              truth's level cannot be set"
                 .into(),
         );
-    }
+    };
     let n = factors.len() as f64;
     let geo =
         |get: fn(&Factors) -> f64| (factors.values().map(|f| get(f).ln()).sum::<f64>() / n).exp();
     let between = Factors {
-        worker: geo(|f| f.worker),
+        grad: geo(|f| f.grad),
+        runtime,
         ps: geo(|f| f.ps),
     };
     Ok(units
@@ -440,6 +478,32 @@ mod tests {
             let dp = p.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
             assert!((dw - dp).abs() < 1e-9 * dw, "{dw} vs {dp}");
         }
+        // One pod runtime: every kind's per-step intercepts take the first anchor's factor
+        // over the kernel's measurement; the gradient's slope does not.
+        let factor = |kind: ModelKind, k: KernelKind| {
+            let u = to_reference_units(&k, 25_000.0);
+            let p = &t[&kind];
+            (p.b_emb / u.b_emb, p.b_grad / u.b_grad, p.a_grad / u.a_grad)
+        };
+        let wd = factor(ModelKind::WideDeep, kernel(6e-6, 5e-4));
+        for (kind, k) in [
+            (ModelKind::Xdeepfm, kernel(2e-5, 6e-4)),
+            (ModelKind::Dcn, kernel(9e-6, 6e-4)),
+        ] {
+            let f = factor(kind, k);
+            assert!((f.0 - wd.0).abs() < 1e-9 * wd.0, "{kind}: {f:?} vs {wd:?}");
+            assert!((f.1 - wd.1).abs() < 1e-9 * wd.1, "{kind}: {f:?} vs {wd:?}");
+            assert!((f.2 - wd.2).abs() > 1e-3 * wd.2, "{kind}: {f:?} vs {wd:?}");
+        }
+        // W&D's own two factors are one.
+        assert!((wd.0 - wd.2).abs() < 1e-9 * wd.0, "{wd:?}");
+    }
+
+    #[test]
+    fn a_later_anchor_whose_intercepts_fill_its_iteration_is_an_error() {
+        let u = to_reference_units(&kernel(2e-5, 6e-4), 25_000.0);
+        let e = anchor_factors(&u, &ANCHORS[1], Some(1e6)).unwrap_err();
+        assert!(e.contains("fill the published iteration"), "{e}");
     }
 
     #[test]
@@ -449,21 +513,24 @@ mod tests {
         let t = with_factors(
             &u,
             Factors {
-                worker: 3.0,
+                grad: 3.0,
+                runtime: 2.0,
                 ps: 50.0,
             },
         );
-        // De-duplication and row copies (b_emb) and gradient packing (b_upd) run on the
-        // worker in the kernel, so they scale with it; serving rows and applying pushes
-        // (a_emb, a_upd) scale with the PS; the sync stays a transfer.
+        // De-duplication and row copies (b_emb), gradient packing (b_upd) and the
+        // gradient's per-step intercept (b_grad) run on the worker in the kernel and take
+        // the runtime factor; the gradient's per-sample slope takes the model's; serving
+        // rows and applying pushes (a_emb, a_upd) scale with the PS; the sync stays a
+        // transfer.
         assert_eq!(
             (t.b_emb, t.b_upd, t.b_grad, t.a_grad),
-            (u.b_emb * 3.0, u.b_upd * 3.0, u.b_grad * 3.0, u.a_grad * 3.0)
+            (u.b_emb * 2.0, u.b_upd * 2.0, u.b_grad * 2.0, u.a_grad * 3.0)
         );
         assert_eq!((t.a_emb, t.a_upd), (u.a_emb * 50.0, u.a_upd * 50.0));
         assert_eq!((t.a_sync, t.b_sync), (u.a_sync, u.b_sync));
         // With more workers only the PS side grows: the anchor's level still holds.
-        let f = anchor_factors(&u, &ANCHORS[0]).unwrap();
+        let f = anchor_factors(&u, &ANCHORS[0], None).unwrap();
         let a = ANCHORS[0];
         let steps = crate::perf::throughput(&with_factors(&u, f), &a.inputs()) / REFERENCE_BATCH;
         assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
@@ -474,7 +541,7 @@ mod tests {
         let mut k = kernel(6e-6, 5e-4);
         k.params.a_sync = 1e4;
         let u = to_reference_units(&k, 1_250.0);
-        assert!(anchor_factors(&u, &ANCHORS[0])
+        assert!(anchor_factors(&u, &ANCHORS[0], None)
             .unwrap_err()
             .contains("dense sync"));
     }

@@ -146,12 +146,20 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Swarm(args) => swarm::run(&args),
         Command::Calibrate(args) => {
-            use dlsim_model::perf::calibration::{load_truth, SHIPPED_PATH};
+            use dlsim_model::perf::calibration::{load_factors, SHIPPED_PATH};
             let shipped = std::path::Path::new(SHIPPED_PATH);
             let validate = |json: &str| {
-                load_truth(json, shipped)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
+                let factors = load_factors(json, shipped).map_err(|e| e.to_string())?;
+                Ok(factors
+                    .iter()
+                    .map(|(kind, f)| {
+                        format!(
+                            "contract: {kind}: production factors over the kernel: gradient x{:.1}, \
+                             worker intercepts x{:.1}, PS work x{:.0}",
+                            f.grad, f.runtime, f.ps
+                        )
+                    })
+                    .collect())
             };
             let bless = dlsim_kernel::calibrate::Bless {
                 shipped,

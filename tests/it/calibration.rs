@@ -263,6 +263,11 @@ fn calibrate_with_default_flags_leaves_the_checkout_clean_and_its_output_loads()
     );
     let written = checkout.join("reports/runs/calibration/calibration.json");
     assert!(stderr(&o).contains("wrote reports/runs/calibration/calibration.json"));
+    // It says what the unit contract makes of the new file, kind by kind.
+    for kind in ModelKind::ALL {
+        let line = format!("contract: {kind}: production factors over the kernel: gradient x");
+        assert!(stderr(&o).contains(&line), "{}", stderr(&o));
+    }
 
     let dir = scenario_with_truth("calibration-quick", r#"{ "calibration": "quick.json" }"#);
     std::fs::copy(&written, dir.join("quick.json")).unwrap();

@@ -65,11 +65,12 @@ pub struct CalibrateArgs {
 /// calibration never replaces the shipped one by accident.
 pub const DEFAULT_OUT: &str = "reports/runs/calibration/calibration.json";
 
-/// What `--bless` needs from the simulator, which this crate cannot see: where the shipped
-/// calibration lives and the check it must pass (the unit contract of `dlsim_model`).
+/// What the simulator says of a calibration, which this crate cannot see: where the
+/// shipped calibration lives and the check a blessed one must pass (the unit contract of
+/// `dlsim_model`), which also describes what the contract makes of it (one line per kind).
 pub struct Bless<'a> {
     pub shipped: &'a Path,
-    pub validate: &'a dyn Fn(&str) -> Result<(), String>,
+    pub validate: &'a dyn Fn(&str) -> Result<Vec<String>, String>,
 }
 
 /// Held-out error at one shape of the grid.
@@ -574,17 +575,24 @@ pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()>
             cal.reference.batch, cal.reference.emb_dim
         ));
     }
-    if let Some(b) = bless.filter(|_| args.bless) {
-        // The same text that will be written, checked as the simulator will read it once
-        // embedded: a calibration it cannot use is never blessed.
+    if let Some(b) = bless {
+        // The same text that will be written, checked as the simulator will read it (once
+        // embedded, for --bless): a calibration it cannot use is never blessed, and without
+        // --bless the user learns it before pointing a scenario at the file.
         let json = serde_json::to_string_pretty(&cal)? + "\n";
-        (b.validate)(&json).map_err(|e| {
-            let msg = format!(
-                "not blessed ({} is unchanged): the new calibration fails the simulator's check: {e}",
-                out.display()
-            );
-            BadArgs(msg)
-        })?;
+        match (b.validate)(&json) {
+            Ok(lines) => lines.iter().for_each(|l| say(l)),
+            Err(e) if args.bless => {
+                let msg = format!(
+                    "not blessed ({} is unchanged): the new calibration fails the simulator's check: {e}",
+                    out.display()
+                );
+                return Err(BadArgs(msg).into());
+            }
+            Err(e) => say(&format!(
+                "note: the simulator's unit contract cannot use this calibration (a scenario pointing at it is refused): {e}"
+            )),
+        }
     }
     for p in write_outputs(&cal, &out)? {
         say(&format!("wrote {}", p.display()));

@@ -255,22 +255,19 @@ pub fn anchor_factors(
     })
 }
 
-/// The whole contract: the truth of every kind the calibration covers.
-pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
-    let units: BTreeMap<ModelKind, ThroughputParams> = cal
-        .kinds
-        .iter()
-        .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
-        .collect();
+/// Steps 2-3 of the contract: the factors of every kind the calibration covers, over its
+/// step-1 parameters ([`to_reference_units`]).
+pub fn factors(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, Factors>, String> {
+    let units = reference_units(cal);
     // The first anchor the file covers sets the runtime factor of the worker's intercepts;
     // every further anchored kind takes it and solves its own gradient and PS factors.
-    let mut factors: BTreeMap<ModelKind, Factors> = BTreeMap::new();
+    let mut anchored: BTreeMap<ModelKind, Factors> = BTreeMap::new();
     let mut runtime = None;
     for a in &ANCHORS {
         if let Some(u) = units.get(&a.kind) {
             let f = anchor_factors(u, a, runtime).map_err(|e| format!("kinds.{}: {e}", a.kind))?;
             runtime.get_or_insert(f.runtime);
-            factors.insert(a.kind, f);
+            anchored.insert(a.kind, f);
         }
     }
     let Some(runtime) = runtime else {
@@ -280,20 +277,33 @@ pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputPa
                 .into(),
         );
     };
-    let n = factors.len() as f64;
+    let n = anchored.len() as f64;
     let geo =
-        |get: fn(&Factors) -> f64| (factors.values().map(|f| get(f).ln()).sum::<f64>() / n).exp();
+        |get: fn(&Factors) -> f64| (anchored.values().map(|f| get(f).ln()).sum::<f64>() / n).exp();
     let between = Factors {
         grad: geo(|f| f.grad),
         runtime,
         ps: geo(|f| f.ps),
     };
     Ok(units
+        .keys()
+        .map(|kind| (*kind, anchored.get(kind).copied().unwrap_or(between)))
+        .collect())
+}
+
+fn reference_units(cal: &KernelCalibration) -> BTreeMap<ModelKind, ThroughputParams> {
+    cal.kinds
         .iter()
-        .map(|(kind, u)| {
-            let f = factors.get(kind).copied().unwrap_or(between);
-            (*kind, with_factors(u, f))
-        })
+        .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
+        .collect()
+}
+
+/// The whole contract: the truth of every kind the calibration covers.
+pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
+    let units = reference_units(cal);
+    Ok(factors(cal)?
+        .into_iter()
+        .map(|(kind, f)| (kind, with_factors(&units[&kind], f)))
         .collect())
 }
 
@@ -360,6 +370,25 @@ pub fn load_truth(
     text: &str,
     path: &Path,
 ) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
+    let cal = load_kernel(text, path)?;
+    truth(&cal).map_err(|msg| contract_error(text, path, msg))
+}
+
+/// Parses a calibration and applies steps 2-3 of the contract: the factors of every kind
+/// it covers (what `dlsim calibrate` prints).
+pub fn load_factors(text: &str, path: &Path) -> Result<BTreeMap<ModelKind, Factors>, InputError> {
+    let cal = load_kernel(text, path)?;
+    factors(&cal).map_err(|msg| contract_error(text, path, msg))
+}
+
+/// A contract error names the field its message starts with (`kinds.<kind>: ...`).
+fn contract_error(text: &str, path: &Path, msg: String) -> InputError {
+    let field = msg.split(':').next().unwrap_or("kinds").to_string();
+    InputError::new(path, msg).field_in(text, field)
+}
+
+/// The contract's inputs from a calibration file, each problem an [`InputError`].
+fn load_kernel(text: &str, path: &Path) -> Result<KernelCalibration, InputError> {
     let file = parse(text, path)?;
     let err = |field: String, msg: String| InputError::new(path, msg).field_in(text, field);
     let bandwidth_mb_s = match file.bandwidth_mb_s {
@@ -396,13 +425,9 @@ pub fn load_truth(
             },
         );
     }
-    let cal = KernelCalibration {
+    Ok(KernelCalibration {
         bandwidth_mb_s,
         kinds,
-    };
-    truth(&cal).map_err(|msg| {
-        let field = msg.split(':').next().unwrap_or("kinds").to_string();
-        err(field, msg)
     })
 }
 
@@ -497,6 +522,27 @@ mod tests {
         }
         // W&D's own two factors are one.
         assert!((wd.0 - wd.2).abs() < 1e-9 * wd.0, "{wd:?}");
+    }
+
+    #[test]
+    fn the_shipped_factors_share_the_runtime_and_make_the_shipped_truth() {
+        let path = Path::new(SHIPPED_PATH);
+        let f = load_factors(SHIPPED_JSON, path).unwrap();
+        let wd = f[&ModelKind::WideDeep];
+        assert_eq!(wd.grad, wd.runtime);
+        for kind in [ModelKind::Xdeepfm, ModelKind::Dcn] {
+            assert_eq!(f[&kind].runtime, wd.runtime, "{kind}");
+            assert!(
+                f[&kind].grad > wd.grad,
+                "{kind}: heavier compute than W&D's"
+            );
+        }
+        // The truth is those factors over the file's step-1 parameters.
+        let cal = load_kernel(SHIPPED_JSON, path).unwrap();
+        for (kind, p) in shipped_truth() {
+            let u = to_reference_units(&cal.kinds[kind], cal.bandwidth_mb_s);
+            assert_eq!(*p, with_factors(&u, f[kind]), "{kind}");
+        }
     }
 
     #[test]

@@ -58,7 +58,9 @@ enum Command {
     Policies(policies::PoliciesArgs),
     /// Print the JSON Schema of scenario or sweep files.
     Schema(schema::SchemaArgs),
-    /// Measure the real PS/worker kernel and fit the simulator's throughput model to it.
+    /// Measure the real PS/worker kernel and fit the simulator's throughput model to it;
+    /// ends by printing the production factors the simulator's unit contract derives from
+    /// the fit, kind by kind (or why it cannot use it).
     Calibrate(dlsim_kernel::calibrate::CalibrateArgs),
     /// Generate, inspect or convert job traces.
     #[command(subcommand)]

@@ -163,11 +163,11 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                     })
                     .collect())
             };
-            let bless = dlsim_kernel::calibrate::Bless {
+            let sim = dlsim_kernel::calibrate::Simulator {
                 shipped,
                 validate: &validate,
             };
-            dlsim_kernel::calibrate::run_cli(&args, Some(bless)).map_err(|e| {
+            dlsim_kernel::calibrate::run_cli(&args, Some(sim)).map_err(|e| {
                 match e.downcast::<dlsim_kernel::calibrate::BadArgs>() {
                     Ok(bad) => BadInput(bad.0).into(),
                     Err(e) => e,

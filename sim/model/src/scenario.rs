@@ -910,15 +910,24 @@ fn check_jobs_fit(
 /// `elasticity.storage_mb_s` skips the online ones. Read from the files' schemas, which
 /// derive from the same serde types the loaders use.
 pub fn has_top_level_field(doc: &serde_json::Value, field: &str) -> bool {
-    let schema = if crate::online::scenario::is_online_value(doc) {
-        schemars::schema_for!(crate::online::scenario::OnlineFile)
+    use std::collections::BTreeSet;
+    use std::sync::OnceLock;
+    // Each kind's field names, from its schema built once, not once per experiment.
+    fn names(schema: schemars::Schema) -> BTreeSet<String> {
+        schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+    static BATCH: OnceLock<BTreeSet<String>> = OnceLock::new();
+    static ONLINE: OnceLock<BTreeSet<String>> = OnceLock::new();
+    let fields = if crate::online::scenario::is_online_value(doc) {
+        ONLINE.get_or_init(|| names(schemars::schema_for!(crate::online::scenario::OnlineFile)))
     } else {
-        schemars::schema_for!(ScenarioFile)
+        BATCH.get_or_init(|| names(schemars::schema_for!(ScenarioFile)))
     };
-    schema
-        .get("properties")
-        .and_then(|p| p.as_object())
-        .is_some_and(|p| p.contains_key(field))
+    fields.contains(field)
 }
 
 /// Sets the dotted `key` (for example `faults.pod_failure_per_day`) of a JSON document to

@@ -68,7 +68,7 @@ pub const DEFAULT_OUT: &str = "reports/runs/calibration/calibration.json";
 /// What the simulator says of a calibration, which this crate cannot see: where the
 /// shipped calibration lives and the check a blessed one must pass (the unit contract of
 /// `dlsim_model`), which also describes what the contract makes of it (one line per kind).
-pub struct Bless<'a> {
+pub struct Simulator<'a> {
     pub shipped: &'a Path,
     pub validate: &'a dyn Fn(&str) -> Result<Vec<String>, String>,
 }
@@ -488,15 +488,15 @@ impl std::fmt::Display for BadArgs {
 
 impl std::error::Error for BadArgs {}
 
-/// Entry point of `dlsim calibrate`. `bless` is `None` where the simulator's checks are not
+/// Entry point of `dlsim calibrate`. `sim` is `None` where the simulator's checks are not
 /// at hand (the kernel's own example), and `--bless` is then refused.
-pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()> {
+pub fn run_cli(args: &CalibrateArgs, sim: Option<Simulator>) -> anyhow::Result<()> {
     let threads = args.threads.unwrap_or(if args.quick { 2 } else { 4 });
     if !(1..=64).contains(&threads) {
         let msg = format!("--threads must be between 1 and 64, got {threads}");
         return Err(BadArgs(msg).into());
     }
-    let out = match (&bless, args.bless) {
+    let out = match (&sim, args.bless) {
         (_, false) => args
             .out
             .clone()
@@ -575,7 +575,7 @@ pub fn run_cli(args: &CalibrateArgs, bless: Option<Bless>) -> anyhow::Result<()>
             cal.reference.batch, cal.reference.emb_dim
         ));
     }
-    if let Some(b) = bless {
+    if let Some(b) = sim {
         // The same text that will be written, checked as the simulator will read it (once
         // embedded, for --bless): a calibration it cannot use is never blessed, and without
         // --bless the user learns it before pointing a scenario at the file.

@@ -258,7 +258,28 @@ pub fn anchor_factors(
 /// Steps 2-3 of the contract: the factors of every kind the calibration covers, over its
 /// step-1 parameters ([`to_reference_units`]).
 pub fn factors(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, Factors>, String> {
+    factors_of(&reference_units(cal))
+}
+
+/// The whole contract: the truth of every kind the calibration covers.
+pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
     let units = reference_units(cal);
+    Ok(factors_of(&units)?
+        .into_iter()
+        .map(|(kind, f)| (kind, with_factors(&units[&kind], f)))
+        .collect())
+}
+
+fn reference_units(cal: &KernelCalibration) -> BTreeMap<ModelKind, ThroughputParams> {
+    cal.kinds
+        .iter()
+        .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
+        .collect()
+}
+
+fn factors_of(
+    units: &BTreeMap<ModelKind, ThroughputParams>,
+) -> Result<BTreeMap<ModelKind, Factors>, String> {
     // The first anchor the file covers sets the runtime factor of the worker's intercepts;
     // every further anchored kind takes it and solves its own gradient and PS factors.
     let mut anchored: BTreeMap<ModelKind, Factors> = BTreeMap::new();
@@ -288,22 +309,6 @@ pub fn factors(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, Factors>, 
     Ok(units
         .keys()
         .map(|kind| (*kind, anchored.get(kind).copied().unwrap_or(between)))
-        .collect())
-}
-
-fn reference_units(cal: &KernelCalibration) -> BTreeMap<ModelKind, ThroughputParams> {
-    cal.kinds
-        .iter()
-        .map(|(&kind, k)| (kind, to_reference_units(k, cal.bandwidth_mb_s)))
-        .collect()
-}
-
-/// The whole contract: the truth of every kind the calibration covers.
-pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
-    let units = reference_units(cal);
-    Ok(factors(cal)?
-        .into_iter()
-        .map(|(kind, f)| (kind, with_factors(&units[&kind], f)))
         .collect())
 }
 

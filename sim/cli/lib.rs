@@ -8,6 +8,7 @@ mod replay;
 mod report;
 mod reproduce;
 mod schema;
+mod sensitivity;
 mod swarm;
 mod sweep;
 mod trace;
@@ -75,6 +76,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Run the papers' experiments and put every published number next to dlsim's.
     Reproduce(reproduce::ReproduceArgs),
+    /// Measure how much each open choice of the reproduction moves its rows: the
+    /// reproduction once as set and once per variant of a choices file.
+    Sensitivity(sensitivity::SensitivityArgs),
     /// Draw random scenarios under every policy and check the invariants (a VOPR-style swarm).
     Swarm(swarm::SwarmArgs),
 }
@@ -130,6 +134,7 @@ impl Command {
             Command::Check(a) => a.quiet,
             Command::Report(a) => a.quiet,
             Command::Reproduce(a) => a.quiet,
+            Command::Sensitivity(a) => a.quiet,
             Command::Swarm(a) => a.quiet,
         }
     }
@@ -146,6 +151,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Sensitivity(args) => sensitivity::run(&args),
         Command::Swarm(args) => swarm::run(&args),
         Command::Calibrate(args) => {
             use dlsim_model::perf::calibration::{load_factors, SHIPPED_PATH};

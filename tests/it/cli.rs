@@ -10,6 +10,7 @@ fn every_command_has_help() {
         vec!["trace", "--help"],
         vec!["trace", "gen", "--help"],
         vec!["reproduce", "--help"],
+        vec!["sensitivity", "--help"],
     ] {
         let o = dlsim(&args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));

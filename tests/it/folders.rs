@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Runs `args` with `--quiet` (a test binary is a debug build, and the release hint is
 /// due after 0 s): it succeeds and prints nothing to stderr, nor to stdout unless its
-/// result is a table (`sweep`'s final table, `reproduce`'s headline).
+/// result is a table (`sweep`'s final table, `reproduce`'s headline, `sensitivity`'s summary).
 fn ok(args: &[&str]) {
     let mut args = args.to_vec();
     args.push("--quiet");
@@ -20,7 +20,7 @@ fn ok(args: &[&str]) {
         .output()
         .expect("dlsim runs");
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    if !["sweep", "reproduce"].contains(&args[0]) {
+    if !["sweep", "reproduce", "sensitivity"].contains(&args[0]) {
         assert_eq!(stdout(&o), "", "{args:?} --quiet printed to stdout");
     }
     assert_eq!(stderr(&o), "", "{args:?} --quiet printed to stderr");
@@ -115,6 +115,18 @@ fn every_command_creates_the_folders_of_its_outputs_and_is_silent_with_quiet() {
         &reproduced,
     ]);
     assert!(Path::new(&reproduced).join("reproduce.json").is_file());
+
+    let sensitivity = deep("sensitivity/out");
+    ok(&[
+        "sensitivity",
+        "--paper",
+        "picasso",
+        "--choice",
+        "picasso-dims",
+        "--out",
+        &sensitivity,
+    ]);
+    assert!(Path::new(&sensitivity).join("sensitivity.md").is_file());
 }
 
 /// Without `--quiet`, a debug build's command that ran past the threshold (10 s; 0 here)

@@ -336,3 +336,119 @@ fn set_overrides_a_choice_for_one_run_and_says_so() {
         assert!(!out.exists(), "{bad}: nothing written");
     }
 }
+
+/// `dlsim sensitivity` runs the reproduction once as set and once per variant of a choices
+/// file, re-running only the experiments a variant changes: a variant of W&D's embedding
+/// dimension moves W&D's PICASSO rows and leaves CAN's and MMoE's at their baseline values,
+/// the counts match a `--set` reproduction of the same variant, and the report names the
+/// rows that crossed the band. A malformed choices file, an unknown `--choice` and a
+/// variant that changes nothing are refused with exit 2 before anything is written.
+#[test]
+fn sensitivity_reruns_what_a_variant_changes_and_counts_the_rows_it_moves() {
+    let dir = scratch("sensitivity");
+    let choices = dir.join("choices.json");
+    std::fs::write(
+        &choices,
+        r#"{ "choices": [ { "id": "wd-dim", "what": "W&D's dim", "default": "16",
+             "source": "test", "variants": [
+               { "name": "8", "set": ["table6-wd:picasso.emb_dim=8"] },
+               { "name": "64", "set": ["table6-wd:picasso.emb_dim=64"] } ] } ] }"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = dlsim(&[
+        "sensitivity",
+        "--paper",
+        "picasso",
+        "--quiet",
+        "--choices",
+        path_str(&choices),
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: dlsim_reproduce::sensitivity::Sensitivity =
+        serde_json::from_slice(&std::fs::read(out.join("sensitivity.json")).unwrap()).unwrap();
+    let (plain, plain_dir) = picasso("sensitivity-plain", &[]);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    let plain = read_report(&plain_dir);
+    assert_eq!(s.rows, plain.rows.len());
+    assert_eq!(
+        s.within_25,
+        plain.rows.iter().filter(|r| r.within_25).count()
+    );
+    assert_eq!(s.choices.len(), 1);
+    for (v, dim) in s.choices[0].variants.iter().zip(["8", "64"]) {
+        assert_eq!(
+            v.experiments,
+            vec!["picasso/table6-wd".to_string()],
+            "{}",
+            v.name
+        );
+        assert_eq!(v.changed_rows, 5, "only W&D's five rows change");
+        let set = format!("table6-wd:picasso.emb_dim={dim}");
+        let (o, vdir) = picasso(&format!("sensitivity-set-{dim}"), &["--set", &set]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r = read_report(&vdir);
+        assert_eq!(
+            v.within_25,
+            r.rows.iter().filter(|x| x.within_25).count(),
+            "{dim}"
+        );
+        for m in &v.moved {
+            let row = r.rows.iter().find(|x| x.id == m.id).expect("a row");
+            assert_eq!(m.ours, row.ours);
+            assert_eq!(m.within_25, row.within_25);
+            assert!(m.id.starts_with("pic-t6-wd-"), "{}", m.id);
+        }
+    }
+    let md = std::fs::read_to_string(out.join("sensitivity.md")).unwrap();
+    assert!(md.contains("| wd-dim | 8 |"), "{md}");
+    // Refused before anything runs or is written.
+    let refused = |name: &str, text: &str, extra: &[&str], wants: &str| {
+        let d = scratch(&format!("sensitivity-bad-{name}"));
+        let f = d.join("choices.json");
+        std::fs::write(&f, text).unwrap();
+        let out = d.join("out");
+        let mut args = vec![
+            "sensitivity",
+            "--paper",
+            "picasso",
+            "--choices",
+            path_str(&f),
+            "--out",
+            path_str(&out),
+        ];
+        args.extend_from_slice(extra);
+        let o = dlsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(wants), "{name}: {}", stderr(&o));
+        assert!(!out.exists(), "{name}: nothing written");
+    };
+    let good = std::fs::read_to_string(&choices).unwrap();
+    refused("json", "{ \"choices\": [ {", &[], "choices.json");
+    refused(
+        "field",
+        &good.replace("\"source\"", "\"sauce\""),
+        &[],
+        "sauce",
+    );
+    refused(
+        "set",
+        &good.replace("table6-wd:picasso.emb_dim=8", "no-colon"),
+        &[],
+        "choices[0].variants[0].set[0]",
+    );
+    refused(
+        "choice",
+        &good,
+        &["--choice", "nosuch"],
+        "no choice `nosuch`",
+    );
+    refused(
+        "noop",
+        &good.replace("emb_dim=8", "emb_dim=16"),
+        &[],
+        "changes no experiment",
+    );
+}

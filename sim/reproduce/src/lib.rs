@@ -19,6 +19,7 @@
 pub mod manifest;
 pub mod metric;
 pub mod render;
+pub mod sensitivity;
 pub mod set;
 
 use manifest::{Compare, Paper, Source};
@@ -210,6 +211,19 @@ fn selected(p: &Paper, exp: usize, opts: &Options) -> bool {
             .rows
             .iter()
             .any(|r| opts.rows.contains(&r.id))
+}
+
+/// What decides an experiment's results, as text: its arms, its source (a PICASSO setup
+/// or a scenario file) and its scenario with every override applied. Two loads of a
+/// manifest give an experiment the same fingerprint exactly when they run it the same way
+/// (`sensitivity` re-runs only the experiments a variant changes).
+pub fn fingerprint(p: &Paper, exp: usize, quick: bool) -> Result<String, String> {
+    let e = &p.file.experiments[exp];
+    let scenario = match e.source {
+        Source::Scenario(_) => scenario_text(p, exp, quick, 1)?,
+        Source::Picasso(_) => String::new(),
+    };
+    Ok(format!("{:?}\n{:?}\n{scenario}", e.arms, e.source))
 }
 
 /// The experiment's scenario text with its overrides (the manifest's, then `--set`'s)

@@ -1,0 +1,396 @@
+//! `dlsim sensitivity`: how much each choice the papers leave open moves the reproduction.
+//!
+//! Where a paper is silent dlsim chooses, and a choice is honest only with its cost beside
+//! it. A choices file (`scenarios/paper/choices.json`) lists the choices, each with what it
+//! is, its value in the manifests, where that value comes from, and variants: other values
+//! as `--set` overrides ([`crate::set`]). The reproduction runs once as the manifests set it
+//! (the baseline) and once per variant; a variant re-runs only the experiments whose
+//! [`crate::fingerprint`] it changes, and every other row keeps its baseline value, so a
+//! variant's table is the whole reproduction under that one change. The result says, per
+//! variant, how many rows stay within ±25% and agree in direction, and which rows cross
+//! the band or flip. Nothing is tuned: the tool measures choices, it does not make them.
+
+use crate::manifest::Paper;
+use crate::render::{counts, Counts};
+use crate::{set, Direction, Options, Report, RowResult};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The choices file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChoicesFile {
+    pub choices: Vec<Choice>,
+}
+
+/// One open choice and the values to try instead.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Choice {
+    pub id: String,
+    /// What is chosen, in a line.
+    pub what: String,
+    /// The value the manifests use.
+    pub default: String,
+    /// Where that value comes from (a paper's statement, a measurement, or "our choice").
+    pub source: String,
+    pub variants: Vec<Variant>,
+}
+
+/// Another value of a choice: `--set` overrides applied together.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    pub set: Vec<String>,
+}
+
+impl ChoicesFile {
+    /// Reads and checks a choices file: unique ids, at least one variant each, every
+    /// override well formed. Errors name the file, line and field.
+    pub fn load(path: &Path) -> Result<ChoicesFile, dlsim_traces::error::InputError> {
+        use dlsim_traces::error::InputError;
+        let text = dlsim_fsio::read_to_string_limited(path, dlsim_fsio::MAX_INPUT_BYTES)
+            .map_err(|e| InputError::new(path, format!("cannot read choices file: {e}")))?;
+        let file: ChoicesFile = dlsim_traces::error::parse_json_document(path, &text, 0)?;
+        let at = |field: String, msg: String| InputError::new(path, msg).field_in(&text, field);
+        if file.choices.is_empty() {
+            return Err(at("choices".into(), "lists no choice".into()));
+        }
+        let mut ids = BTreeSet::new();
+        for (i, c) in file.choices.iter().enumerate() {
+            if c.id.is_empty() || !ids.insert(c.id.as_str()) {
+                return Err(at(
+                    format!("choices[{i}].id"),
+                    format!("`{}` is empty or used twice", c.id),
+                ));
+            }
+            if c.variants.is_empty() {
+                return Err(at(
+                    format!("choices[{i}].variants"),
+                    "needs a variant".into(),
+                ));
+            }
+            for (j, v) in c.variants.iter().enumerate() {
+                if v.set.is_empty() {
+                    return Err(at(
+                        format!("choices[{i}].variants[{j}].set"),
+                        "needs at least one override".into(),
+                    ));
+                }
+                for (k, s) in v.set.iter().enumerate() {
+                    set::Override::parse(s)
+                        .map_err(|why| at(format!("choices[{i}].variants[{j}].set[{k}]"), why))?;
+                }
+            }
+        }
+        Ok(file)
+    }
+}
+
+/// A row whose standing a variant changed: it crossed the ±25% band or its direction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Moved {
+    pub id: String,
+    pub paper_value: f64,
+    pub baseline: Option<f64>,
+    pub ours: Option<f64>,
+    pub within_25: bool,
+    pub baseline_within_25: bool,
+    pub direction: Direction,
+    pub baseline_direction: Direction,
+}
+
+/// What one variant did to the reproduction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantOutcome {
+    pub name: String,
+    pub set: Vec<String>,
+    /// The experiments it re-ran (`paper/experiment`).
+    pub experiments: Vec<String>,
+    /// Rows whose value changed at all.
+    pub changed_rows: usize,
+    pub within_25: usize,
+    pub agrees: usize,
+    pub with_direction: usize,
+    /// Rows that entered the band, left it, or changed direction.
+    pub moved: Vec<Moved>,
+}
+
+/// One choice's variants.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChoiceOutcome {
+    pub choice: Choice,
+    pub variants: Vec<VariantOutcome>,
+}
+
+/// The whole analysis.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sensitivity {
+    pub format: String,
+    pub quick: bool,
+    pub papers: Vec<String>,
+    pub rows: usize,
+    pub within_25: usize,
+    pub agrees: usize,
+    pub with_direction: usize,
+    pub choices: Vec<ChoiceOutcome>,
+}
+
+/// The experiments of `variant` that run differently from `base` (same papers, same
+/// order): their rows' ids and their `paper/experiment` names.
+fn changed_experiments(
+    base: &[Paper],
+    variant: &[Paper],
+    quick: bool,
+) -> Result<(BTreeSet<String>, Vec<String>), String> {
+    let mut rows = BTreeSet::new();
+    let mut names = Vec::new();
+    for (b, v) in base.iter().zip(variant) {
+        for (ei, e) in v.file.experiments.iter().enumerate() {
+            if crate::fingerprint(b, ei, quick)? != crate::fingerprint(v, ei, quick)? {
+                rows.extend(e.rows.iter().map(|r| r.id.clone()));
+                names.push(format!("{}/{}", v.file.paper, e.id));
+            }
+        }
+    }
+    Ok((rows, names))
+}
+
+/// The baseline with the variant's rows put in: the whole reproduction under the variant.
+fn merged(base: &Report, variant: &Report) -> Report {
+    let by_id: BTreeMap<&str, &RowResult> =
+        variant.rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    Report {
+        rows: base
+            .rows
+            .iter()
+            .map(|r| (*by_id.get(r.id.as_str()).unwrap_or(&r)).clone())
+            .collect(),
+        ..base.clone()
+    }
+}
+
+fn outcome(v: &Variant, experiments: Vec<String>, base: &Report, run: &Report) -> VariantOutcome {
+    let whole = merged(base, run);
+    let c: Counts = counts(&whole);
+    let mut moved = Vec::new();
+    let mut changed_rows = 0;
+    for (b, r) in base.rows.iter().zip(&whole.rows) {
+        if b.ours != r.ours {
+            changed_rows += 1;
+        }
+        if b.within_25 != r.within_25 || b.direction != r.direction {
+            moved.push(Moved {
+                id: r.id.clone(),
+                paper_value: r.paper_value,
+                baseline: b.ours,
+                ours: r.ours,
+                within_25: r.within_25,
+                baseline_within_25: b.within_25,
+                direction: r.direction,
+                baseline_direction: b.direction,
+            });
+        }
+    }
+    VariantOutcome {
+        name: v.name.clone(),
+        set: v.set.clone(),
+        experiments,
+        changed_rows,
+        within_25: c.within_25,
+        agrees: c.agrees,
+        with_direction: c.with_direction,
+        moved,
+    }
+}
+
+/// Runs the baseline and every variant of `choices` over the papers of `opts` (whose own
+/// overrides and row selection must be empty). `progress` gets (done, total) in variants,
+/// the baseline counting as one. Every variant is loaded and checked before anything
+/// runs, so a bad override costs nothing.
+pub fn run(
+    opts: &Options,
+    choices: &[Choice],
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Sensitivity, String> {
+    assert!(opts.overrides.is_empty() && opts.rows.is_empty());
+    let base_papers = crate::load(opts)?;
+    crate::validate(&base_papers, opts)?;
+    let mut plans = Vec::new();
+    for c in choices {
+        for v in &c.variants {
+            let err = |e: String| format!("choice `{}`, variant `{}`: {e}", c.id, v.name);
+            let overrides = v
+                .set
+                .iter()
+                .map(|s| set::Override::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?;
+            let vopts = Options {
+                overrides,
+                ..opts.clone()
+            };
+            let papers = crate::load(&vopts).map_err(err)?;
+            let (rows, names) =
+                changed_experiments(&base_papers, &papers, opts.quick).map_err(err)?;
+            if rows.is_empty() {
+                return Err(err(
+                    "changes no experiment of the selected papers (is it the manifests' own value?)"
+                        .into(),
+                ));
+            }
+            let vopts = Options { rows, ..vopts };
+            crate::validate(&papers, &vopts).map_err(err)?;
+            plans.push((c, v, papers, vopts, names));
+        }
+    }
+    let total = plans.len() + 1;
+    progress(0, total, "baseline");
+    let base = crate::run(&base_papers, opts, &|_, _| {})?;
+    let mut outcomes: Vec<ChoiceOutcome> = Vec::new();
+    for (i, (c, v, papers, vopts, names)) in plans.into_iter().enumerate() {
+        progress(i + 1, total, &format!("{} / {}", c.id, v.name));
+        let report = crate::run(&papers, &vopts, &|_, _| {})?;
+        let o = outcome(v, names, &base, &report);
+        match outcomes.last_mut() {
+            Some(last) if last.choice.id == c.id => last.variants.push(o),
+            _ => outcomes.push(ChoiceOutcome {
+                choice: c.clone(),
+                variants: vec![o],
+            }),
+        }
+    }
+    progress(total, total, "done");
+    let c = counts(&base);
+    Ok(Sensitivity {
+        format: "dlsim-sensitivity/1".into(),
+        quick: opts.quick,
+        papers: opts.papers.clone(),
+        rows: c.rows,
+        within_25: c.within_25,
+        agrees: c.agrees,
+        with_direction: c.with_direction,
+        choices: outcomes,
+    })
+}
+
+fn value(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+/// `sensitivity.md`: the summary table, then each choice with the rows its variants move.
+pub fn markdown(s: &Sensitivity) -> String {
+    use std::fmt::Write;
+    let mut m = String::new();
+    let mode = if s.quick { "quick" } else { "full" };
+    let _ = writeln!(m, "# How much each open choice moves the reproduction\n");
+    let _ = writeln!(
+        m,
+        "`dlsim sensitivity` ran the {mode} reproduction of {} once as the manifests set it and \
+         once per variant below. A variant changes only what its `--set` overrides say, and \
+         only the experiments it changes are re-run; every other row keeps its baseline value.\n",
+        s.papers.join(", ")
+    );
+    let _ = writeln!(
+        m,
+        "Baseline: **{} of {} rows within ±25%**, {} of {} directions agree.\n",
+        s.within_25, s.rows, s.agrees, s.with_direction
+    );
+    let _ = writeln!(
+        m,
+        "| choice | variant | within ±25% | change | directions agree | rows changed | into the band | out of the band | flipped |"
+    );
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|");
+    for c in &s.choices {
+        for v in &c.variants {
+            let into: Vec<&str> = v
+                .moved
+                .iter()
+                .filter(|r| r.within_25 && !r.baseline_within_25)
+                .map(|r| r.id.as_str())
+                .collect();
+            let out: Vec<&str> = v
+                .moved
+                .iter()
+                .filter(|r| !r.within_25 && r.baseline_within_25)
+                .map(|r| r.id.as_str())
+                .collect();
+            let flipped: Vec<&str> = v
+                .moved
+                .iter()
+                .filter(|r| r.direction != r.baseline_direction)
+                .map(|r| r.id.as_str())
+                .collect();
+            let delta = v.within_25 as i64 - s.within_25 as i64;
+            let _ = writeln!(
+                m,
+                "| {} | {} | {} | {:+} | {} of {} | {} | {} | {} | {} |",
+                c.choice.id,
+                v.name,
+                v.within_25,
+                delta,
+                v.agrees,
+                v.with_direction,
+                v.changed_rows,
+                list(&into),
+                list(&out),
+                list(&flipped)
+            );
+        }
+    }
+    for c in &s.choices {
+        let _ = writeln!(m, "\n## `{}`: {}\n", c.choice.id, c.choice.what);
+        let _ = writeln!(
+            m,
+            "As set: {}. Source: {}\n",
+            c.choice.default, c.choice.source
+        );
+        for v in &c.variants {
+            let sets: Vec<String> = v.set.iter().map(|x| format!("`--set '{x}'`")).collect();
+            let _ = writeln!(
+                m,
+                "- **{}** ({}; re-ran {}): {} within ±25% ({:+}).",
+                v.name,
+                sets.join(" "),
+                v.experiments.join(", "),
+                v.within_25,
+                v.within_25 as i64 - s.within_25 as i64
+            );
+            for r in &v.moved {
+                let _ = writeln!(
+                    m,
+                    "  - `{}`: paper {}, baseline {} -> {} ({}{})",
+                    r.id,
+                    value(Some(r.paper_value)),
+                    value(r.baseline),
+                    value(r.ours),
+                    match (r.baseline_within_25, r.within_25) {
+                        (false, true) => "into the band",
+                        (true, false) => "out of the band",
+                        _ => "band unchanged",
+                    },
+                    if r.direction != r.baseline_direction {
+                        format!(", direction {}", r.direction.as_str())
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
+    }
+    m
+}
+
+fn list(ids: &[&str]) -> String {
+    if ids.is_empty() {
+        "-".into()
+    } else {
+        ids.join(", ")
+    }
+}

@@ -3,8 +3,7 @@
 //! PS's memory and raises it before the limit; a hot PS (CPU at >= 90% of its request and
 //! 1.5x the median PS) of the job's full size has its PS set migrated, which re-partitions
 //! the parameters evenly (DeepRec), and one cut below the job's PS size is replaced by a
-//! PS with twice its CPU, at least the job's (seamless migration); PSes saturated together
-//! (no outlier: the job is short of PS CPU) migrate to twice the cores (DLRover Sec. 4.2).
+//! PS with twice its CPU, at least the job's (seamless migration).
 //! Stragglers need no action here: dynamic sharding already gives them fewer shards.
 
 use super::Tracked;
@@ -146,37 +145,7 @@ pub(super) fn post_scale(
             });
         }
     }
-    // PSes saturated with no outlier among them: the job is short of PS CPU.
-    if let Some(cpu) = starved_ps_cpu(job, max_cpu) {
-        return Some(Action::Rescale {
-            job: id,
-            config: JobConfig {
-                ps_cpu: cpu,
-                ..job.config
-            },
-            method: RescaleMethod::Migrate,
-        });
-    }
     None
-}
-
-/// DLRover Sec. 4.2: "If the CPU utilization of PS exceeds a predefined threshold like 0.9,
-/// DLROVER will add more CPU cores to PS" (the OSS brain's `ps_cpu_hot_threshold`, whose
-/// adjustment raises a saturated PS's cores several-fold). When the busiest PS of a job
-/// whose PSes all hold its configured size runs at >= 90% of its request, the PS set
-/// migrates to twice the cores (at most a node's): our step size; the paper states none.
-fn starved_ps_cpu(job: &JobView<'_>, max_cpu: f64) -> Option<f64> {
-    let mut busiest: Option<f64> = None;
-    for p in job.pods.iter().filter(|p| p.role == Role::Ps) {
-        let s = p.last?;
-        if p.request.cpu_cores() < job.config.ps_cpu {
-            return None;
-        }
-        let load = s.cpu_used / p.request.cpu_cores().max(1e-9);
-        busiest = Some(busiest.map_or(load, |b: f64| b.max(load)));
-    }
-    let cpu = (job.config.ps_cpu * 2.0).min(max_cpu);
-    (busiest? >= 0.9 && cpu > job.config.ps_cpu).then_some(cpu)
 }
 
 #[cfg(test)]
@@ -262,24 +231,9 @@ mod tests {
                 mem_mb: 8_192,
             })
         );
-        // Evenly busy PSes are not hot, but saturated together they are short of CPU
-        // (DLRover Sec. 4.2): the PS set migrates to twice the cores, at most a node's.
-        let even = |used: f64, max_cpu: f64| {
-            let mut job = crate::testkit::view(&request);
-            job.pods = (0..4).map(|k| pod(k, 8.0, used)).collect();
-            post_scale(&mut Tracked::default(), &job, 180, max_cpu, 262_144)
-        };
-        let with_ps_cpu = |ps_cpu: f64| {
-            Some(Action::Rescale {
-                job: 1,
-                config: JobConfig { ps_cpu, ..requested },
-                method: RescaleMethod::Migrate,
-            })
-        };
-        assert_eq!(even(7.6, 64.0), with_ps_cpu(16.0));
-        assert_eq!(even(7.6, 12.0), with_ps_cpu(12.0));
-        // Below 90%, or already at a node's size: nothing to do.
-        assert_eq!(even(6.8, 64.0), None);
-        assert_eq!(even(7.6, 8.0), None);
+        // Evenly busy PSes are not hot.
+        let mut job = crate::testkit::view(&request);
+        job.pods = (0..4).map(|k| pod(k, 8.0, 7.6)).collect();
+        assert_eq!(post_scale(&mut Tracked::default(), &job, 180, 64.0, 262_144), None);
     }
 }

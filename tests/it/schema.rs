@@ -230,8 +230,9 @@ fn every_bundled_scenario_and_sweep_validates_against_its_schema() {
     let (mut scenarios, mut sweeps, mut online) = (0, 0, 0);
     for path in json_files(&repo().join("scenarios")) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "paper.json" {
-            continue; // a paper manifest (`dlsim reproduce`), not a scenario
+        if name == "paper.json" || name == "choices.json" {
+            continue; // a paper manifest (`dlsim reproduce`) or the open choices
+                      // (`dlsim sensitivity`), not a scenario
         }
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let (which, s) = if name.starts_with("sweep") {

@@ -452,3 +452,52 @@ fn sensitivity_reruns_what_a_variant_changes_and_counts_the_rows_it_moves() {
         "changes no experiment",
     );
 }
+
+/// The committed choices file stays usable as the manifests change: every variant parses,
+/// applies, changes at least one experiment and leaves its scenarios and arms loadable,
+/// for a full and a quick reproduction; and the committed sensitivity report covers
+/// exactly its choices and variants (re-run `dlsim sensitivity --out reports/reproduce`
+/// after editing it).
+#[test]
+fn the_committed_choices_plan_and_match_the_committed_sensitivity_report() {
+    use dlsim_reproduce::sensitivity::{self, ChoicesFile, Sensitivity};
+    let file = ChoicesFile::load(&repo().join("scenarios/paper/choices.json")).expect("loads");
+    for quick in [false, true] {
+        let opts = Options {
+            root: repo().join("scenarios/paper"),
+            papers: PAPERS.iter().map(|s| s.to_string()).collect(),
+            quick,
+            rows: Default::default(),
+            overrides: vec![],
+        };
+        let base = dlsim_reproduce::load(&opts).expect("manifests load");
+        let plans = sensitivity::plan(&opts, &base, &file.choices).expect("every variant plans");
+        let variants: usize = file.choices.iter().map(|c| c.variants.len()).sum();
+        assert_eq!(plans.len(), variants);
+    }
+    let committed: Sensitivity = serde_json::from_slice(
+        &std::fs::read(repo().join("reports/reproduce/sensitivity.json")).unwrap(),
+    )
+    .unwrap();
+    type Listed = Vec<(String, Vec<(String, Vec<String>)>)>;
+    let listed: Listed = committed
+        .choices
+        .iter()
+        .map(|c| {
+            let vs = c.variants.iter().map(|v| (v.name.clone(), v.set.clone()));
+            (c.choice.id.clone(), vs.collect())
+        })
+        .collect();
+    let wanted: Listed = file
+        .choices
+        .iter()
+        .map(|c| {
+            let vs = c.variants.iter().map(|v| (v.name.clone(), v.set.clone()));
+            (c.id.clone(), vs.collect())
+        })
+        .collect();
+    assert_eq!(
+        listed, wanted,
+        "reports/reproduce/sensitivity.json is stale against scenarios/paper/choices.json"
+    );
+}

@@ -206,18 +206,26 @@ fn outcome(v: &Variant, experiments: Vec<String>, base: &Report, run: &Report) -
     }
 }
 
-/// Runs the baseline and every variant of `choices` over the papers of `opts` (whose own
-/// overrides and row selection must be empty). `progress` gets (done, total) in variants,
-/// the baseline counting as one. Every variant is loaded and checked before anything
-/// runs, so a bad override costs nothing.
-pub fn run(
+/// One variant, loaded and checked, ready to run: its manifests with the overrides
+/// applied, the options selecting the experiments it changes, and their names.
+pub struct Planned<'a> {
+    pub choice: &'a Choice,
+    pub variant: &'a Variant,
+    papers: Vec<Paper>,
+    opts: Options,
+    pub experiments: Vec<String>,
+}
+
+/// Loads every variant of `choices` over the papers of `opts` (whose own overrides and row
+/// selection must be empty) and checks it against `base` (the manifests as set): every
+/// override must parse and apply, change at least one experiment, and leave every changed
+/// experiment's scenarios and arms loadable. Nothing runs.
+pub fn plan<'a>(
     opts: &Options,
-    choices: &[Choice],
-    progress: &(dyn Fn(usize, usize, &str) + Sync),
-) -> Result<Sensitivity, String> {
+    base: &[Paper],
+    choices: &'a [Choice],
+) -> Result<Vec<Planned<'a>>, String> {
     assert!(opts.overrides.is_empty() && opts.rows.is_empty());
-    let base_papers = crate::load(opts)?;
-    crate::validate(&base_papers, opts)?;
     let mut plans = Vec::new();
     for c in choices {
         for v in &c.variants {
@@ -233,8 +241,8 @@ pub fn run(
                 ..opts.clone()
             };
             let papers = crate::load(&vopts).map_err(err)?;
-            let (rows, names) =
-                changed_experiments(&base_papers, &papers, opts.quick).map_err(err)?;
+            let (rows, experiments) =
+                changed_experiments(base, &papers, opts.quick).map_err(err)?;
             if rows.is_empty() {
                 return Err(err(
                     "changes no experiment of the selected papers (is it the manifests' own value?)"
@@ -243,21 +251,45 @@ pub fn run(
             }
             let vopts = Options { rows, ..vopts };
             crate::validate(&papers, &vopts).map_err(err)?;
-            plans.push((c, v, papers, vopts, names));
+            plans.push(Planned {
+                choice: c,
+                variant: v,
+                papers,
+                opts: vopts,
+                experiments,
+            });
         }
     }
+    Ok(plans)
+}
+
+/// Runs the baseline and every variant of `choices` ([`plan`], so a bad override costs
+/// nothing). `progress` gets (done, total) in reproductions, the baseline counting as one,
+/// and what runs now.
+pub fn run(
+    opts: &Options,
+    choices: &[Choice],
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Sensitivity, String> {
+    let base_papers = crate::load(opts)?;
+    crate::validate(&base_papers, opts)?;
+    let plans = plan(opts, &base_papers, choices)?;
     let total = plans.len() + 1;
     progress(0, total, "baseline");
     let base = crate::run(&base_papers, opts, &|_, _| {})?;
     let mut outcomes: Vec<ChoiceOutcome> = Vec::new();
-    for (i, (c, v, papers, vopts, names)) in plans.into_iter().enumerate() {
-        progress(i + 1, total, &format!("{} / {}", c.id, v.name));
-        let report = crate::run(&papers, &vopts, &|_, _| {})?;
-        let o = outcome(v, names, &base, &report);
+    for (i, p) in plans.into_iter().enumerate() {
+        progress(
+            i + 1,
+            total,
+            &format!("{} / {}", p.choice.id, p.variant.name),
+        );
+        let report = crate::run(&p.papers, &p.opts, &|_, _| {})?;
+        let o = outcome(p.variant, p.experiments, &base, &report);
         match outcomes.last_mut() {
-            Some(last) if last.choice.id == c.id => last.variants.push(o),
+            Some(last) if last.choice.id == p.choice.id => last.variants.push(o),
             _ => outcomes.push(ChoiceOutcome {
-                choice: c.clone(),
+                choice: p.choice.clone(),
                 variants: vec![o],
             }),
         }

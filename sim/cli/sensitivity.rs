@@ -1,6 +1,7 @@
 //! `dlsim sensitivity`: runs the papers' reproduction once as the manifests set it and once
 //! per variant of the open choices listed in a choices file (`scenarios/paper/choices.json`),
-//! and writes `sensitivity.md` and `sensitivity.json` into `--out` (a temporary folder
+//! and writes `sensitivity.md`, `sensitivity.json` and a bar chart of what each variant
+//! gains or loses (`sensitivity.{png,svg,pdf}`) into `--out` (a temporary folder
 //! renamed into place): per variant, how many rows stay within ±25% and which cross the
 //! band or flip direction (`dlsim_reproduce::sensitivity`).
 
@@ -126,8 +127,16 @@ pub fn run(args: &SensitivityArgs) -> anyhow::Result<ExitCode> {
         result.choices.len()
     );
     match best {
-        Some((n, c, v)) => println!(", the most within ±25%: {n} ({c} / {v})."),
-        None => println!("."),
+        Some((n, c, v)) => print!(", the most within ±25%: {n} ({c} / {v})"),
+        None => print!(", none applies to the selected papers"),
+    }
+    if result.skipped.is_empty() {
+        println!(".");
+    } else {
+        println!(
+            "; {} variant(s) left out (they change only other papers).",
+            result.skipped.len()
+        );
     }
     if !args.quiet {
         println!(
@@ -139,21 +148,53 @@ pub fn run(args: &SensitivityArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes both files into a staging folder beside `out`, then renames it into place whole.
+/// Writes the files into a staging folder beside `out`, then renames it into place whole:
+/// `sensitivity.json`, `sensitivity.md` and the figure `sensitivity.{png,svg,pdf}` (one bar
+/// per variant: rows within ±25% gained or lost against the baseline).
 fn write_outputs(out: &Path, s: &sensitivity::Sensitivity) -> anyhow::Result<()> {
-    let staged = dlsim_fsio::stage_dir(out, &["sensitivity.json", "sensitivity.md"])
-        .map_err(|e| BadInput(format!("--out: {e}")))?;
-    let json = serde_json::to_string_pretty(s).expect("serialises") + "\n";
-    let written = dlsim_fsio::write_atomic(&staged.join("sensitivity.json"), json.as_bytes())
-        .and_then(|()| {
-            dlsim_fsio::write_atomic(
-                &staged.join("sensitivity.md"),
-                sensitivity::markdown(s).as_bytes(),
-            )
-        });
-    if let Err(e) = written {
+    let staged = dlsim_fsio::stage_dir(
+        out,
+        &[
+            "sensitivity.json",
+            "sensitivity.md",
+            "sensitivity.png",
+            "sensitivity.svg",
+            "sensitivity.pdf",
+        ],
+    )
+    .map_err(|e| BadInput(format!("--out: {e}")))?;
+    if let Err(e) = fill(&staged, s) {
         let _ = std::fs::remove_dir_all(&staged);
-        return Err(e.into());
+        return Err(e);
     }
     Ok(dlsim_fsio::commit_dir(&staged, out)?)
+}
+
+fn fill(dir: &Path, s: &sensitivity::Sensitivity) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(s).expect("serialises") + "\n";
+    dlsim_fsio::write_atomic(&dir.join("sensitivity.json"), json.as_bytes())?;
+    dlsim_fsio::write_atomic(
+        &dir.join("sensitivity.md"),
+        sensitivity::markdown(s).as_bytes(),
+    )?;
+    // Bars are labelled by the variants' numbers in sensitivity.md's table.
+    let bars: Vec<(String, f64)> = s
+        .choices
+        .iter()
+        .flat_map(|c| c.variants.iter())
+        .enumerate()
+        .map(|(i, v)| ((i + 1).to_string(), v.within_25 as f64 - s.within_25 as f64))
+        .collect();
+    let chart = dlsim_plot::Chart {
+        title: format!(
+            "Rows within ±25% each variant gains or loses (baseline {} of {})",
+            s.within_25, s.rows
+        ),
+        x_label: "variant (# in sensitivity.md)".into(),
+        y_label: "rows, against the baseline".into(),
+        ..dlsim_plot::Chart::default()
+    };
+    dlsim_plot::bar_chart(&dir.join("sensitivity"), &chart, &bars)
+        .map_err(|e| anyhow::anyhow!("drawing sensitivity: {e}"))?;
+    Ok(())
 }

@@ -403,7 +403,8 @@ fn sensitivity_reruns_what_a_variant_changes_and_counts_the_rows_it_moves() {
         }
     }
     let md = std::fs::read_to_string(out.join("sensitivity.md")).unwrap();
-    assert!(md.contains("| wd-dim | 8 |"), "{md}");
+    assert!(md.contains("| 1 | wd-dim | 8 |"), "{md}");
+    assert!(out.join("sensitivity.png").is_file() && out.join("sensitivity.svg").is_file());
     // Refused before anything runs or is written.
     let refused = |name: &str, text: &str, extra: &[&str], wants: &str| {
         let d = scratch(&format!("sensitivity-bad-{name}"));
@@ -455,7 +456,8 @@ fn sensitivity_reruns_what_a_variant_changes_and_counts_the_rows_it_moves() {
 
 /// The committed choices file stays usable as the manifests change: every variant parses,
 /// applies, changes at least one experiment and leaves its scenarios and arms loadable,
-/// for a full and a quick reproduction; and the committed sensitivity report covers
+/// for a full and a quick reproduction (with one paper selected, the other papers'
+/// variants are left out); and the committed sensitivity report covers
 /// exactly its choices and variants (re-run `dlsim sensitivity --out reports/reproduce`
 /// after editing it).
 #[test]
@@ -473,7 +475,21 @@ fn the_committed_choices_plan_and_match_the_committed_sensitivity_report() {
         let base = dlsim_reproduce::load(&opts).expect("manifests load");
         let plans = sensitivity::plan(&opts, &base, &file.choices).expect("every variant plans");
         let variants: usize = file.choices.iter().map(|c| c.variants.len()).sum();
-        assert_eq!(plans.len(), variants);
+        assert_eq!(plans.run.len(), variants);
+        assert!(plans.skipped.is_empty());
+        // With one paper selected, the variants of the others are left out, not errors.
+        let picasso = Options {
+            papers: vec!["picasso".into()],
+            ..opts
+        };
+        let base = dlsim_reproduce::load(&picasso).expect("manifest loads");
+        let plans = sensitivity::plan(&picasso, &base, &file.choices).expect("plans");
+        assert!(!plans.run.is_empty());
+        assert!(plans
+            .run
+            .iter()
+            .all(|p| p.choice.id.starts_with("picasso-")));
+        assert_eq!(plans.run.len() + plans.skipped.len(), variants);
     }
     let committed: Sensitivity = serde_json::from_slice(
         &std::fs::read(repo().join("reports/reproduce/sensitivity.json")).unwrap(),

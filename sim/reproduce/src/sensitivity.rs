@@ -136,6 +136,9 @@ pub struct Sensitivity {
     pub agrees: usize,
     pub with_direction: usize,
     pub choices: Vec<ChoiceOutcome>,
+    /// `choice / variant` of the variants that apply only to papers outside the selection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// The experiments of `variant` that run differently from `base` (same papers, same
@@ -216,17 +219,27 @@ pub struct Planned<'a> {
     pub experiments: Vec<String>,
 }
 
+/// The variants [`plan`] will run, and those it leaves out: a variant whose overrides
+/// apply only to papers outside the selection (`--paper`) is skipped, not an error.
+pub struct Plans<'a> {
+    pub run: Vec<Planned<'a>>,
+    /// `choice / variant` of each variant left out.
+    pub skipped: Vec<String>,
+}
+
 /// Loads every variant of `choices` over the papers of `opts` (whose own overrides and row
 /// selection must be empty) and checks it against `base` (the manifests as set): every
 /// override must parse and apply, change at least one experiment, and leave every changed
-/// experiment's scenarios and arms loadable. Nothing runs.
+/// experiment's scenarios and arms loadable. A variant that does not apply to the selected
+/// papers but does to all of them is skipped. Nothing runs.
 pub fn plan<'a>(
     opts: &Options,
     base: &[Paper],
     choices: &'a [Choice],
-) -> Result<Vec<Planned<'a>>, String> {
+) -> Result<Plans<'a>, String> {
     assert!(opts.overrides.is_empty() && opts.rows.is_empty());
     let mut plans = Vec::new();
+    let mut skipped = Vec::new();
     for c in choices {
         for v in &c.variants {
             let err = |e: String| format!("choice `{}`, variant `{}`: {e}", c.id, v.name);
@@ -240,7 +253,23 @@ pub fn plan<'a>(
                 overrides,
                 ..opts.clone()
             };
-            let papers = crate::load(&vopts).map_err(err)?;
+            let papers = match crate::load(&vopts) {
+                Ok(p) => p,
+                Err(e) => {
+                    let all = Options {
+                        papers: crate::manifest::PAPERS
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect(),
+                        ..vopts.clone()
+                    };
+                    if all.papers != opts.papers && crate::load(&all).is_ok() {
+                        skipped.push(format!("{} / {}", c.id, v.name));
+                        continue;
+                    }
+                    return Err(err(e));
+                }
+            };
             let (rows, experiments) =
                 changed_experiments(base, &papers, opts.quick).map_err(err)?;
             if rows.is_empty() {
@@ -260,7 +289,10 @@ pub fn plan<'a>(
             });
         }
     }
-    Ok(plans)
+    Ok(Plans {
+        run: plans,
+        skipped,
+    })
 }
 
 /// Runs the baseline and every variant of `choices` ([`plan`], so a bad override costs
@@ -273,7 +305,10 @@ pub fn run(
 ) -> Result<Sensitivity, String> {
     let base_papers = crate::load(opts)?;
     crate::validate(&base_papers, opts)?;
-    let plans = plan(opts, &base_papers, choices)?;
+    let Plans {
+        run: plans,
+        skipped,
+    } = plan(opts, &base_papers, choices)?;
     let total = plans.len() + 1;
     progress(0, total, "baseline");
     let base = crate::run(&base_papers, opts, &|_, _| {})?;
@@ -305,6 +340,7 @@ pub fn run(
         agrees: c.agrees,
         with_direction: c.with_direction,
         choices: outcomes,
+        skipped,
     })
 }
 
@@ -334,47 +370,58 @@ pub fn markdown(s: &Sensitivity) -> String {
         "Baseline: **{} of {} rows within ±25%**, {} of {} directions agree.\n",
         s.within_25, s.rows, s.agrees, s.with_direction
     );
+    if !s.skipped.is_empty() {
+        let _ = writeln!(
+            m,
+            "Left out (they change only papers outside this selection): {}.\n",
+            s.skipped.join("; ")
+        );
+    }
     let _ = writeln!(
         m,
-        "| choice | variant | within ±25% | change | directions agree | rows changed | into the band | out of the band | flipped |"
+        "| # | choice | variant | within ±25% | change | directions agree | rows changed | into the band | out of the band | flipped |"
     );
-    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|");
-    for c in &s.choices {
-        for v in &c.variants {
-            let into: Vec<&str> = v
-                .moved
-                .iter()
-                .filter(|r| r.within_25 && !r.baseline_within_25)
-                .map(|r| r.id.as_str())
-                .collect();
-            let out: Vec<&str> = v
-                .moved
-                .iter()
-                .filter(|r| !r.within_25 && r.baseline_within_25)
-                .map(|r| r.id.as_str())
-                .collect();
-            let flipped: Vec<&str> = v
-                .moved
-                .iter()
-                .filter(|r| r.direction != r.baseline_direction)
-                .map(|r| r.id.as_str())
-                .collect();
-            let delta = v.within_25 as i64 - s.within_25 as i64;
-            let _ = writeln!(
-                m,
-                "| {} | {} | {} | {:+} | {} of {} | {} | {} | {} | {} |",
-                c.choice.id,
-                v.name,
-                v.within_25,
-                delta,
-                v.agrees,
-                v.with_direction,
-                v.changed_rows,
-                list(&into),
-                list(&out),
-                list(&flipped)
-            );
-        }
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
+    let numbered = s
+        .choices
+        .iter()
+        .flat_map(|c| c.variants.iter().map(move |v| (c, v)))
+        .enumerate();
+    for (n, (c, v)) in numbered {
+        let into: Vec<&str> = v
+            .moved
+            .iter()
+            .filter(|r| r.within_25 && !r.baseline_within_25)
+            .map(|r| r.id.as_str())
+            .collect();
+        let out: Vec<&str> = v
+            .moved
+            .iter()
+            .filter(|r| !r.within_25 && r.baseline_within_25)
+            .map(|r| r.id.as_str())
+            .collect();
+        let flipped: Vec<&str> = v
+            .moved
+            .iter()
+            .filter(|r| r.direction != r.baseline_direction)
+            .map(|r| r.id.as_str())
+            .collect();
+        let delta = v.within_25 as i64 - s.within_25 as i64;
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {:+} | {} of {} | {} | {} | {} | {} |",
+            n + 1,
+            c.choice.id,
+            v.name,
+            v.within_25,
+            delta,
+            v.agrees,
+            v.with_direction,
+            v.changed_rows,
+            list(&into),
+            list(&out),
+            list(&flipped)
+        );
     }
     for c in &s.choices {
         let _ = writeln!(m, "\n## `{}`: {}\n", c.choice.id, c.choice.what);

@@ -54,21 +54,7 @@ pub struct ReproduceArgs {
 }
 
 pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
-    let papers: Vec<String> = if args.paper == "all" {
-        PAPERS.iter().map(|s| s.to_string()).collect()
-    } else if PAPERS.contains(&args.paper.as_str()) {
-        vec![args.paper.clone()]
-    } else {
-        return Err(BadInput(format!(
-            "--paper: unknown paper `{}` (known: {}, all)",
-            args.paper,
-            PAPERS.join(", ")
-        ))
-        .into());
-    };
-    if args.threads == Some(0) {
-        return Err(BadInput("--threads: must be at least 1".into()).into());
-    }
+    let papers = papers_and_threads(&args.paper, args.threads)?;
     let committed = args.check.as_ref().map(|p| read_report(p)).transpose()?;
     let overrides = args
         .set
@@ -153,6 +139,28 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The papers `--paper` selects (`all`, or one of [`PAPERS`]), after checking `--threads`:
+/// what `reproduce` and `sensitivity` take alike.
+pub(crate) fn papers_and_threads(
+    paper: &str,
+    threads: Option<usize>,
+) -> anyhow::Result<Vec<String>> {
+    if threads == Some(0) {
+        return Err(BadInput("--threads: must be at least 1".into()).into());
+    }
+    if paper == "all" {
+        Ok(PAPERS.iter().map(|s| s.to_string()).collect())
+    } else if PAPERS.contains(&paper) {
+        Ok(vec![paper.to_string()])
+    } else {
+        Err(BadInput(format!(
+            "--paper: unknown paper `{paper}` (known: {}, all)",
+            PAPERS.join(", ")
+        ))
+        .into())
+    }
 }
 
 fn read_report(p: &Path) -> anyhow::Result<Report> {

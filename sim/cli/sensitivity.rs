@@ -7,7 +7,7 @@
 
 use crate::BadInput;
 use clap::Args;
-use dlsim_reproduce::{manifest::PAPERS, sensitivity, Options};
+use dlsim_reproduce::{sensitivity, Options};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,21 +43,7 @@ pub struct SensitivityArgs {
 }
 
 pub fn run(args: &SensitivityArgs) -> anyhow::Result<ExitCode> {
-    let papers: Vec<String> = if args.paper == "all" {
-        PAPERS.iter().map(|s| s.to_string()).collect()
-    } else if PAPERS.contains(&args.paper.as_str()) {
-        vec![args.paper.clone()]
-    } else {
-        return Err(BadInput(format!(
-            "--paper: unknown paper `{}` (known: {}, all)",
-            args.paper,
-            PAPERS.join(", ")
-        ))
-        .into());
-    };
-    if args.threads == Some(0) {
-        return Err(BadInput("--threads: must be at least 1".into()).into());
-    }
+    let papers = crate::reproduce::papers_and_threads(&args.paper, args.threads)?;
     let file =
         sensitivity::ChoicesFile::load(&args.choices).map_err(|e| BadInput(e.to_string()))?;
     let mut choices = file.choices;

@@ -404,6 +404,11 @@ fn sensitivity_reruns_what_a_variant_changes_and_counts_the_rows_it_moves() {
     }
     let md = std::fs::read_to_string(out.join("sensitivity.md")).unwrap();
     assert!(md.contains("| 1 | wd-dim | 8 |"), "{md}");
+    for m in s.choices[0].variants.iter().flat_map(|v| &v.moved) {
+        if m.within_25 != m.baseline_within_25 {
+            assert!(md.contains(&format!("| `{}` |", m.id)), "by row: {md}");
+        }
+    }
     assert!(out.join("sensitivity.png").is_file() && out.join("sensitivity.svg").is_file());
     // Refused before anything runs or is written.
     let refused = |name: &str, text: &str, extra: &[&str], wants: &str| {

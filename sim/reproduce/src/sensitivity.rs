@@ -463,7 +463,56 @@ pub fn markdown(s: &Sensitivity) -> String {
             }
         }
     }
+    by_row(s, &mut m);
     m
+}
+
+/// The rows some variant moves across the band, each with the variants that move it: the
+/// rows that are one choice away from the band (or from leaving it).
+fn by_row(s: &Sensitivity, m: &mut String) {
+    use std::fmt::Write;
+    let mut rows: BTreeMap<&str, (f64, Option<f64>, bool, Vec<String>)> = BTreeMap::new();
+    for c in &s.choices {
+        for v in &c.variants {
+            for r in v
+                .moved
+                .iter()
+                .filter(|r| r.within_25 != r.baseline_within_25)
+            {
+                let e = rows.entry(r.id.as_str()).or_insert((
+                    r.paper_value,
+                    r.baseline,
+                    r.baseline_within_25,
+                    Vec::new(),
+                ));
+                e.3.push(format!("{} / {} ({})", c.choice.id, v.name, value(r.ours)));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(m, "\n## By row\n");
+    let _ = writeln!(
+        m,
+        "Every row some variant moves across the ±25% band, with the variants that move it \
+         (and the value each gives).\n"
+    );
+    let _ = writeln!(
+        m,
+        "| row | paper | as set | within ±25% as set | moved by |"
+    );
+    let _ = writeln!(m, "|---|---|---|---|---|");
+    for (id, (paper, base, within, by)) in rows {
+        let _ = writeln!(
+            m,
+            "| `{id}` | {} | {} | {} | {} |",
+            value(Some(paper)),
+            value(base),
+            if within { "yes" } else { "no" },
+            by.join("; ")
+        );
+    }
 }
 
 fn list(ids: &[&str]) -> String {

@@ -471,7 +471,8 @@ pub fn markdown(s: &Sensitivity) -> String {
 /// rows that are one choice away from the band (or from leaving it).
 fn by_row(s: &Sensitivity, m: &mut String) {
     use std::fmt::Write;
-    let mut rows: BTreeMap<&str, (f64, Option<f64>, bool, Vec<String>)> = BTreeMap::new();
+    // Per row: its first mover (for the paper's value and the baseline) and every mover.
+    let mut rows: BTreeMap<&str, (&Moved, Vec<String>)> = BTreeMap::new();
     for c in &s.choices {
         for v in &c.variants {
             for r in v
@@ -479,13 +480,8 @@ fn by_row(s: &Sensitivity, m: &mut String) {
                 .iter()
                 .filter(|r| r.within_25 != r.baseline_within_25)
             {
-                let e = rows.entry(r.id.as_str()).or_insert((
-                    r.paper_value,
-                    r.baseline,
-                    r.baseline_within_25,
-                    Vec::new(),
-                ));
-                e.3.push(format!("{} / {} ({})", c.choice.id, v.name, value(r.ours)));
+                let e = rows.entry(r.id.as_str()).or_insert((r, Vec::new()));
+                e.1.push(format!("{} / {} ({})", c.choice.id, v.name, value(r.ours)));
             }
         }
     }
@@ -503,13 +499,13 @@ fn by_row(s: &Sensitivity, m: &mut String) {
         "| row | paper | as set | within ±25% as set | moved by |"
     );
     let _ = writeln!(m, "|---|---|---|---|---|");
-    for (id, (paper, base, within, by)) in rows {
+    for (id, (r, by)) in rows {
         let _ = writeln!(
             m,
             "| `{id}` | {} | {} | {} | {} |",
-            value(Some(paper)),
-            value(base),
-            if within { "yes" } else { "no" },
+            value(Some(r.paper_value)),
+            value(r.baseline),
+            if r.baseline_within_25 { "yes" } else { "no" },
             by.join("; ")
         );
     }

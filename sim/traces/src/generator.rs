@@ -230,16 +230,7 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
     let emb_mb_per_msample = 0.9 * emb_mb_final / total_msamples;
     // Job size: "from a few pods to hundreds" (issue); mean 8 workers (assumption),
     // about one PS per four workers (DLRover Table 2 uses 24:8 and 8:2).
-    let workers = lognormal_with_mean(
-        rng,
-        std::env::var("GW")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(8.0),
-        0.9,
-    )
-    .round()
-    .clamp(1.0, 300.0) as u32;
+    let workers = lognormal_with_mean(rng, 8.0, 0.9).round().clamp(1.0, 300.0) as u32;
     let ps = (f64::from(workers) / 4.0 * lognormal_with_mean(rng, 1.0, 0.4))
         .round()
         .clamp(1.0, 40.0) as u32;

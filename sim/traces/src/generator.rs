@@ -51,6 +51,22 @@ pub struct GeneratorConfig {
     pub mem_underprovision_share: f64,
     /// Number of distinct users submitting jobs.
     pub users: u32,
+    /// Mean workers a job asks for: 8, our assumption ("from a few pods to hundreds"); the
+    /// count is lognormal (sigma 0.9) and the PS about a quarter of it (DLRover Table 2
+    /// uses 24:8 and 8:2). Left out of a written trace's header at its default, so the
+    /// bundled trace regenerates byte for byte.
+    #[serde(skip_serializing_if = "is_default_mean_workers")]
+    pub mean_workers: f64,
+    /// The generator's seed, when it must not follow the scenario's: a scenario's
+    /// `generate` draws from its own seed by default (so each replay seed is another
+    /// population); with a seed here every replay seed meets the same jobs, those that
+    /// `dlsim trace gen --seed N` writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+fn is_default_mean_workers(v: &f64) -> bool {
+    *v == GeneratorConfig::default().mean_workers
 }
 
 impl Default for GeneratorConfig {
@@ -67,6 +83,8 @@ impl Default for GeneratorConfig {
             mem_overprovision_sigma: 0.55,
             mem_underprovision_share: 0.06,
             users: 200,
+            mean_workers: 8.0,
+            seed: None,
         }
     }
 }
@@ -115,6 +133,10 @@ impl GeneratorConfig {
             in_range(self.mem_underprovision_share, 0.0, 1.0),
         )?;
         check("generate.users", at_most(self.users.into(), MAX_JOBS))?;
+        check(
+            "generate.mean_workers",
+            in_range(self.mean_workers, 1.0, 300.0),
+        )?;
         // Arrivals are drawn at the peak rate and thinned: bound what that draws.
         let expected = self.days * self.jobs_per_day * (1.0 + self.diurnal_amplitude);
         if expected > MAX_JOBS as f64 {
@@ -129,9 +151,10 @@ impl GeneratorConfig {
     }
 }
 
-/// Draws one trace. Jobs are sorted by submission time and numbered from 0.
+/// Draws one trace from `seed` (or the config's own [`GeneratorConfig::seed`]). Jobs are
+/// sorted by submission time and numbered from 0.
 pub fn generate(cfg: &GeneratorConfig, seed: u64) -> Vec<JobSpec> {
-    let mut rng = RngStreams::new(seed).stream("trace-gen");
+    let mut rng = RngStreams::new(cfg.seed.unwrap_or(seed)).stream("trace-gen");
     let arrivals = arrival_times(cfg, &mut rng);
     arrivals
         .into_iter()
@@ -228,9 +251,11 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
     let total_msamples = steps as f64 * f64::from(batch_size) / 1e6;
     let emb_mb_initial = 0.1 * emb_mb_final;
     let emb_mb_per_msample = 0.9 * emb_mb_final / total_msamples;
-    // Job size: "from a few pods to hundreds" (issue); mean 8 workers (assumption),
+    // Job size: "from a few pods to hundreds" (issue); `mean_workers` (8, assumption),
     // about one PS per four workers (DLRover Table 2 uses 24:8 and 8:2).
-    let workers = lognormal_with_mean(rng, 8.0, 0.9).round().clamp(1.0, 300.0) as u32;
+    let workers = lognormal_with_mean(rng, cfg.mean_workers, 0.9)
+        .round()
+        .clamp(1.0, 300.0) as u32;
     let ps = (f64::from(workers) / 4.0 * lognormal_with_mean(rng, 1.0, 0.4))
         .round()
         .clamp(1.0, 40.0) as u32;

@@ -63,10 +63,51 @@ pub struct GeneratorConfig {
     /// `dlsim trace gen --seed N` writes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// A user's cores per worker and how often each is asked for, as `[cores, weight]`
+    /// pairs ([`WORKER_CPU_MIX`] by default). Left out of a written trace's header at its
+    /// default, as `mean_workers`.
+    #[serde(skip_serializing_if = "is_default_worker_cpu_mix")]
+    pub worker_cpu_mix: Vec<[f64; 2]>,
+    /// A user's cores per PS and how often each is asked for ([`PS_CPU_MIX`] by default).
+    #[serde(skip_serializing_if = "is_default_ps_cpu_mix")]
+    pub ps_cpu_mix: Vec<[f64; 2]>,
 }
 
 fn is_default_mean_workers(v: &f64) -> bool {
     *v == GeneratorConfig::default().mean_workers
+}
+
+fn is_default_worker_cpu_mix(v: &[[f64; 2]]) -> bool {
+    v == pairs(&WORKER_CPU_MIX)
+}
+
+fn is_default_ps_cpu_mix(v: &[[f64; 2]]) -> bool {
+    v == pairs(&PS_CPU_MIX)
+}
+
+/// A mix as the `[value, weight]` pairs a scenario writes.
+fn pairs(mix: &[(f64, f64)]) -> Vec<[f64; 2]> {
+    mix.iter().map(|&(v, w)| [v, w]).collect()
+}
+
+/// A `[value, weight]` mix: at least one entry, values in `lo..=hi`, weights finite and
+/// non-negative with a positive sum.
+fn check_mix(mix: &[[f64; 2]], lo: f64, hi: f64) -> Result<(), String> {
+    if mix.is_empty() {
+        return Err("needs at least one [value, weight] pair".into());
+    }
+    for &[v, w] in mix {
+        if !(v.is_finite() && (lo..=hi).contains(&v)) {
+            return Err(format!("value {v} is outside [{lo}, {hi}]"));
+        }
+        if !(w.is_finite() && w >= 0.0) {
+            return Err(format!("weight {w} must be finite and at least 0"));
+        }
+    }
+    if mix.iter().map(|m| m[1]).sum::<f64>() <= 0.0 {
+        return Err("the weights sum to 0".into());
+    }
+    Ok(())
 }
 
 impl Default for GeneratorConfig {
@@ -85,6 +126,8 @@ impl Default for GeneratorConfig {
             users: 200,
             mean_workers: 8.0,
             seed: None,
+            worker_cpu_mix: pairs(&WORKER_CPU_MIX),
+            ps_cpu_mix: pairs(&PS_CPU_MIX),
         }
     }
 }
@@ -136,6 +179,16 @@ impl GeneratorConfig {
         check(
             "generate.mean_workers",
             in_range(self.mean_workers, 1.0, 300.0),
+        )?;
+        // A pod's cores: at most the AntGroup-style clusters' node (64 cores), as its memory
+        // is at most a node's (`MAX_POD_MEM_MB`).
+        check(
+            "generate.worker_cpu_mix",
+            check_mix(&self.worker_cpu_mix, 0.5, 64.0),
+        )?;
+        check(
+            "generate.ps_cpu_mix",
+            check_mix(&self.ps_cpu_mix, 0.5, 64.0),
         )?;
         // Arrivals are drawn at the peak rate and thinned: bound what that draws.
         let expected = self.days * self.jobs_per_day * (1.0 + self.diurnal_amplitude);
@@ -221,6 +274,11 @@ pub const PS_CPU_MIX: [(f64, f64); 5] = [
     (64.0, 0.1),
 ];
 
+/// A user's cores per worker and how often each is asked for: generous sizes (DLRover Sec.
+/// 1: over 80% of jobs use under half of their CPU); the sizes are an assumption, not
+/// chosen for a level (`traces/README.md`).
+pub const WORKER_CPU_MIX: [(f64, f64); 4] = [(4.0, 0.2), (8.0, 0.35), (16.0, 0.3), (32.0, 0.15)];
+
 /// Embedding dimensions (assumption).
 pub const EMB_DIM_MIX: [(u32, f64); 3] = [(8, 0.3), (16, 0.5), (32, 0.2)];
 
@@ -235,6 +293,11 @@ pub fn pick<T: Copy>(rng: &mut impl Rng, choices: &[(T, f64)]) -> T {
         x -= w;
     }
     choices[choices.len() - 1].0
+}
+
+/// `[value, weight]` pairs as [`pick`] takes them.
+fn mix_of(pairs: &[[f64; 2]]) -> Vec<(f64, f64)> {
+    pairs.iter().map(|&[v, w]| (v, w)).collect()
 }
 
 fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -> JobSpec {
@@ -260,11 +323,11 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
         .round()
         .clamp(1.0, 40.0) as u32;
     // Users pick generous CPU per pod (DLRover Sec. 1: over 80% of jobs use under half).
-    let worker_cpu = pick(rng, &[(4.0, 0.2), (8.0, 0.35), (16.0, 0.3), (32.0, 0.15)]);
+    let worker_cpu = pick(rng, &mix_of(&cfg.worker_cpu_mix));
     // PS sizes: chosen for DLRover-RM's "before" PS figures together (`traces/README.md`):
     // CPU utilisation 13%, hot PS in 8% of jobs (Table 4) and PS-CPU-starved jobs 6%
     // (Sec. 6.3); assumption, the papers state no pod sizes.
-    let ps_cpu = pick(rng, &PS_CPU_MIX);
+    let ps_cpu = pick(rng, &mix_of(&cfg.ps_cpu_mix));
     // What the user believes the pods need, then their safety factor.
     let worker_need_mb = 3_072.0 + dense_mb * 2.0;
     let ps_need_mb = 2_048.0 + (dense_mb * 3.0 + emb_mb_final) / f64::from(ps);
@@ -328,6 +391,43 @@ fn round_mb(mb: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pod-size mixes are knobs: a bad one names its field, and a different one changes
+    /// the sizes drawn (and only them: counts, models and arrivals stay where they were).
+    #[test]
+    fn cpu_mixes_are_checked_and_drawn() {
+        for (mix, why) in [
+            (vec![], "at least one"),
+            (vec![[100.0, 1.0]], "outside"),
+            (vec![[8.0, -1.0]], "weight"),
+            (vec![[8.0, 0.0]], "sum to 0"),
+        ] {
+            let cfg = GeneratorConfig {
+                ps_cpu_mix: mix,
+                ..GeneratorConfig::default()
+            };
+            let (field, msg) = cfg.validate().unwrap_err();
+            assert_eq!(field, "generate.ps_cpu_mix");
+            assert!(msg.contains(why), "{msg}");
+        }
+        let base = GeneratorConfig {
+            days: 0.2,
+            ..GeneratorConfig::default()
+        };
+        let wide = GeneratorConfig {
+            worker_cpu_mix: vec![[24.0, 1.0]],
+            ..base.clone()
+        };
+        let (a, b) = (generate(&base, 4), generate(&wide, 4));
+        assert_eq!(a.len(), b.len());
+        assert!(b.iter().all(|j| j.worker_gpu > 0 || j.worker_cpu == 24.0));
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (x.workers, x.ps, x.model, x.submit_s),
+                (y.workers, y.ps, y.model, y.submit_s)
+            );
+        }
+    }
 
     #[test]
     fn same_seed_same_trace_and_sorted() {

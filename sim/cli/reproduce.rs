@@ -83,14 +83,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     dlsim_reproduce::validate(&manifests, &opts).map_err(BadInput)?;
     // A bad --out fails now, not after the runs (what it may hold is checked on writing).
     dlsim_fsio::check_folder_target(&args.out).map_err(|e| BadInput(format!("--out: {e}")))?;
-    let bar = ProgressBar::new(0);
-    if args.quiet {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
-            .expect("valid template"),
-    );
+    let bar = progress_bar(args.quiet, "{pos}/{len} runs, eta {eta}");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
@@ -161,6 +154,20 @@ pub(crate) fn papers_and_threads(
         ))
         .into())
     }
+}
+
+/// A progress bar of unknown length (the run sets it) showing the elapsed time, a bar and
+/// `tail`; hidden with `--quiet`. `reproduce` and `sensitivity` draw theirs alike.
+pub(crate) fn progress_bar(quiet: bool, tail: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if quiet {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{{elapsed_precise}} [{{bar:40}}] {tail}"))
+            .expect("valid template"),
+    );
+    bar
 }
 
 fn read_report(p: &Path) -> anyhow::Result<Report> {

@@ -8,7 +8,6 @@
 use crate::BadInput;
 use clap::Args;
 use dlsim_reproduce::{sensitivity, Options};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -71,16 +70,8 @@ pub fn run(args: &SensitivityArgs) -> anyhow::Result<ExitCode> {
         rows: Default::default(),
         overrides: vec![],
     };
-    let bar = ProgressBar::new(0);
-    if args.quiet {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} reproductions, eta {eta} {msg}",
-        )
-        .expect("valid template"),
-    );
+    let bar =
+        crate::reproduce::progress_bar(args.quiet, "{pos}/{len} reproductions, eta {eta} {msg}");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;

@@ -141,10 +141,10 @@ pub struct Sensitivity {
     pub skipped: Vec<String>,
 }
 
-/// The experiments of `variant` that run differently from `base` (same papers, same
-/// order): their rows' ids and their `paper/experiment` names.
+/// The experiments of `variant` that run differently from the baseline, given as its
+/// fingerprints per paper and experiment (same papers, same order): their rows' ids and their `paper/experiment` names.
 fn changed_experiments(
-    base: &[Paper],
+    base: &[Vec<String>],
     variant: &[Paper],
     quick: bool,
 ) -> Result<(BTreeSet<String>, Vec<String>), String> {
@@ -152,7 +152,7 @@ fn changed_experiments(
     let mut names = Vec::new();
     for (b, v) in base.iter().zip(variant) {
         for (ei, e) in v.file.experiments.iter().enumerate() {
-            if crate::fingerprint(b, ei, quick)? != crate::fingerprint(v, ei, quick)? {
+            if b[ei] != crate::fingerprint(v, ei, quick)? {
                 rows.extend(e.rows.iter().map(|r| r.id.clone()));
                 names.push(format!("{}/{}", v.file.paper, e.id));
             }
@@ -240,6 +240,15 @@ pub fn plan<'a>(
     assert!(opts.overrides.is_empty() && opts.rows.is_empty());
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
+    // The baseline's fingerprints, once for every variant.
+    let base_prints = base
+        .iter()
+        .map(|p| {
+            (0..p.file.experiments.len())
+                .map(|ei| crate::fingerprint(p, ei, opts.quick))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     for c in choices {
         for v in &c.variants {
             let err = |e: String| format!("choice `{}`, variant `{}`: {e}", c.id, v.name);
@@ -271,7 +280,7 @@ pub fn plan<'a>(
                 }
             };
             let (rows, experiments) =
-                changed_experiments(base, &papers, opts.quick).map_err(err)?;
+                changed_experiments(&base_prints, &papers, opts.quick).map_err(err)?;
             if rows.is_empty() {
                 return Err(err(
                     "changes no experiment of the selected papers (is it the manifests' own value?)"

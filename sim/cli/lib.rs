@@ -157,7 +157,8 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             use dlsim_model::perf::calibration::{load_factors, SHIPPED_PATH};
             let shipped = std::path::Path::new(SHIPPED_PATH);
             let validate = |json: &str| {
-                let factors = load_factors(json, shipped).map_err(|e| e.to_string())?;
+                let factors =
+                    load_factors(json, shipped, Default::default()).map_err(|e| e.to_string())?;
                 Ok(factors
                     .iter()
                     .map(|(kind, f)| {

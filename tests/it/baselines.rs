@@ -60,6 +60,7 @@ fn steps_per_s(spec: &JobSpec, workers: u32, ps: u32) -> f64 {
         dense_mb: spec.dense_mb,
         bandwidth_mb_s: 1_250.0,
         emb_dim: f64::from(spec.emb_dim),
+        physics: Default::default(),
     };
     perf::throughput(&perf::default_params(spec.model), &x) / f64::from(spec.batch_size)
 }
@@ -115,6 +116,7 @@ fn the_well_tuned_oracle_launches_its_search_result_and_beats_a_ps_starved_reque
         params: perf::default_params(spec.model),
         bandwidth_mb_s: TruthSettings::default().bandwidth_mb_s,
         gpu_core_equiv: TruthSettings::default().gpu_core_equiv,
+        physics: Default::default(),
     };
     let expect = best_config(&model, &JobRequest::from_spec(&spec), 32.0, 4 << 20, 0.01);
     assert_eq!(tuned.config, expect);

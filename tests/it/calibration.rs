@@ -35,7 +35,7 @@ fn scenario_with_truth(name: &str, truth: &str) -> std::path::PathBuf {
 }
 
 fn steps_per_s(p: &dlsim_model::perf::ThroughputParams, a: &calibration::Anchor) -> f64 {
-    throughput(p, &a.inputs()) / REFERENCE_BATCH
+    throughput(p, &a.inputs(Default::default())) / REFERENCE_BATCH
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn default_truth_is_the_contract_applied_to_the_shipped_calibration() {
         on_disk,
         "the binary embeds the committed calibration"
     );
-    let contract = load_calibrated_truth(&shipped_file()).unwrap();
+    let contract = load_calibrated_truth(&shipped_file(), Default::default()).unwrap();
     let quickstart = Scenario::load(&repo().join("scenarios/quickstart.json")).unwrap();
     assert_eq!(
         quickstart.file.truth.calibration,
@@ -119,7 +119,9 @@ fn shipped_truth_reaches_dlrover_throughput_with_the_papers_bottlenecks() {
     // in the lookup and the update they serve), xDeepFM computation-intensive (most of it
     // is the workers' own work: the gradient plus de-duplicating and packing, the terms
     // the kernel measures on the worker).
-    let t = |kind: ModelKind, a: &calibration::Anchor| iteration_time(&truth[&kind], &a.inputs());
+    let t = |kind: ModelKind, a: &calibration::Anchor| {
+        iteration_time(&truth[&kind], &a.inputs(Default::default()))
+    };
     let wd = t(ModelKind::WideDeep, &ANCHORS[0]);
     let io = (wd.emb_s + wd.upd_s + wd.sync_s) / wd.total_s();
     assert!(io > 0.5, "W&D lookup, update and transfer share {io}");
@@ -194,6 +196,83 @@ fn assert_replay_rejected(dir: &Path, needles: &[&str]) {
         assert!(err.contains(n), "`{n}` in: {err}");
     }
     assert!(!out.exists(), "nothing written");
+}
+
+/// `truth.worker_runtime_cores` and `truth.ps_lookup_threads` change the truth a scenario
+/// runs (so `dlsim sensitivity` can vary them), the contract re-anchors it so that each
+/// anchor keeps its published throughput, the defaults leave everything as it was, and a
+/// value out of range is one readable error.
+#[test]
+fn the_pod_constants_are_a_scenarios_and_the_anchors_hold() {
+    let defaults = Scenario::load(
+        &scenario_with_truth(
+            "pod-constants-default",
+            r#"{ "worker_runtime_cores": 1.5, "ps_lookup_threads": 4.5 }"#,
+        )
+        .join("scenario.json"),
+    )
+    .unwrap();
+    let dir = scenario_with_truth(
+        "pod-constants",
+        r#"{ "worker_runtime_cores": 2.0, "ps_lookup_threads": 1.0 }"#,
+    );
+    let changed = Scenario::load(&dir.join("scenario.json")).unwrap();
+    let physics = changed.file.truth.physics();
+    assert_eq!(physics.ps_lookup_threads, 1.0);
+    for kind in ModelKind::ALL {
+        assert_eq!(
+            defaults.file.truth.params_for(kind),
+            TruthSettings::default().params_for(kind),
+            "{kind}: the defaults written out change nothing"
+        );
+        assert_ne!(
+            changed.file.truth.params_for(kind),
+            TruthSettings::default().params_for(kind),
+            "{kind}: re-anchored"
+        );
+    }
+    for a in &ANCHORS {
+        let p = changed.file.truth.params_for(a.kind);
+        let steps = throughput(&p, &a.inputs(physics)) / REFERENCE_BATCH;
+        assert!(
+            (steps - a.steps_per_s).abs() < 1e-6 * steps,
+            "{}: {steps} steps/s under the scenario's pod constants",
+            a.kind
+        );
+    }
+    // The one-job replay runs slower with one lookup thread and a heavier runtime.
+    let jct = |dir: &Path| {
+        let out = dir.join("out");
+        let o = dlsim(&[
+            "replay",
+            path_str(&dir.join("scenario.json")),
+            "--out",
+            path_str(&out),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        s["jct_median_s"].as_f64().unwrap()
+    };
+    let base = scenario_with_truth("pod-constants-base", "{}");
+    assert!(jct(&dir) > jct(&base));
+
+    for (truth, field) in [
+        (r#"{ "ps_lookup_threads": 0.5 }"#, "truth.ps_lookup_threads"),
+        (
+            r#"{ "worker_runtime_cores": -1 }"#,
+            "truth.worker_runtime_cores",
+        ),
+        (
+            r#"{ "worker_runtime_cores": 17 }"#,
+            "truth.worker_runtime_cores",
+        ),
+    ] {
+        let dir = scenario_with_truth("pod-constants-bad", truth);
+        assert_replay_rejected(&dir, &["scenario.json:", field]);
+    }
 }
 
 #[test]
@@ -278,7 +357,7 @@ fn calibrate_with_default_flags_leaves_the_checkout_clean_and_its_output_loads()
         let p = s.file.truth.params_for(kind);
         assert_eq!(
             p,
-            load_calibrated_truth(&dir.join("quick.json")).unwrap()[&kind]
+            load_calibrated_truth(&dir.join("quick.json"), Default::default()).unwrap()[&kind]
         );
         let all = [
             p.a_grad, p.b_grad, p.a_upd, p.b_upd, p.a_sync, p.b_sync, p.a_emb, p.b_emb,
@@ -341,7 +420,7 @@ fn bless_checks_the_calibration_before_replacing_the_shipped_one() {
     );
     assert!(blessed.contains("--bless --refit"));
     // A refit of the same measurements blesses the same truth, up to rounding.
-    let truth = calibration::load_truth(&blessed, &shipped).unwrap();
+    let truth = calibration::load_truth(&blessed, &shipped, Default::default()).unwrap();
     for (kind, p) in calibration::shipped_truth() {
         let q = &truth[kind];
         let pairs = [

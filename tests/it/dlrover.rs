@@ -87,6 +87,7 @@ fn steps_per_s(spec: &JobSpec, c: &JobConfig) -> f64 {
         dense_mb: spec.dense_mb,
         bandwidth_mb_s: 1_250.0,
         emb_dim: f64::from(spec.emb_dim),
+        physics: Default::default(),
     };
     perf::throughput(&perf::default_params(spec.model), &x) / f64::from(spec.batch_size)
 }

@@ -127,6 +127,7 @@ pub(crate) fn inputs(spec: &JobSpec) -> PerfInputs {
         dense_mb: spec.dense_mb,
         bandwidth_mb_s: 1_250.0,
         emb_dim: 16.0,
+        physics: Default::default(),
     }
 }
 

@@ -119,6 +119,7 @@ pub fn requested_rate(job: &JobSpec, truth: &TruthSettings) -> f64 {
         dense_mb: job.dense_mb,
         bandwidth_mb_s: truth.bandwidth_mb_s,
         emb_dim: f64::from(job.emb_dim),
+        physics: truth.physics(),
     };
     throughput(&truth.params_for(job.model), &x)
 }
@@ -305,6 +306,7 @@ mod tests {
                 dense_mb: job.dense_mb,
                 bandwidth_mb_s: 1_250.0,
                 emb_dim: f64::from(job.emb_dim),
+                physics: Default::default(),
             };
             let truth = TruthSettings::default().params_for(job.model);
             let secs = job.total_samples() / throughput(&truth, &x);

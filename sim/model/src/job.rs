@@ -315,6 +315,7 @@ pub struct Job {
 pub(crate) struct TruthEnv {
     pub(crate) bandwidth_mb_s: f64,
     pub(crate) gpu_core_equiv: f64,
+    pub(crate) physics: crate::perf::Physics,
 }
 
 impl Job {
@@ -540,6 +541,7 @@ impl Job {
             dense_mb: self.spec.dense_mb,
             bandwidth_mb_s: env.bandwidth_mb_s,
             emb_dim: f64::from(self.spec.emb_dim),
+            physics: env.physics,
         }
     }
 

@@ -9,11 +9,11 @@
 //! and throughput = `w*m/T` samples/s. Units: seconds, samples, cores, MB, MB/s, dims.
 //!
 //! Two additions to the paper's form. A PS serves one lookup request on
-//! `pi = min(lambda_p, PS_LOOKUP_THREADS)` threads ([`lookup_threads`]; the paper's form
+//! `pi = min(lambda_p, PS_LOOKUP_THREADS)` threads ([`Physics::lookup_threads`]; the paper's form
 //! is `pi = 1`): TensorFlow runs a request's per-table ops side by side. And a worker pod's
 //! runtime (RPC polling, input pipeline, executor bookkeeping) keeps some cores busy
 //! whatever the step does ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's quota,
-//! so `lambda_w` above is the cores left to the training ([`runtime_cores`]), and the
+//! so `lambda_w` above is the cores left to the training ([`Physics::runtime_cores`]), and the
 //! profiler counts them as used. This is the per-pod cost of scaling out: a 1-core worker
 //! trains on 0.4 of a core. (The policies' own model, `dlsim_fit`, keeps the paper's form:
 //! a policy that models the system imperfectly is realistic.) `iteration_time` sees a GPU
@@ -115,6 +115,62 @@ pub struct PerfInputs {
     pub dense_mb: f64,
     pub bandwidth_mb_s: f64,
     pub emb_dim: f64,
+    /// The pod-level constants of the truth (scenario `truth.worker_runtime_cores` and
+    /// `truth.ps_lookup_threads`).
+    pub physics: Physics,
+}
+
+/// The truth's two pod-level constants, a scenario's to change (`truth.worker_runtime_cores`,
+/// `truth.ps_lookup_threads`) so that `dlsim sensitivity` can show what each moves; the
+/// defaults are [`WORKER_RUNTIME_CORES`] and [`PS_LOOKUP_THREADS`], each with its source.
+/// The unit contract re-solves the calibrated factors for the values a scenario gives
+/// ([`calibration::truth_with`]), so the anchors keep their published throughput.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Physics {
+    /// Cores a worker pod's runtime keeps busy ([`WORKER_RUNTIME_CORES`]).
+    pub worker_runtime_cores: f64,
+    /// Threads a PS spreads one lookup request over ([`PS_LOOKUP_THREADS`]).
+    pub ps_lookup_threads: f64,
+}
+
+impl Default for Physics {
+    fn default() -> Self {
+        Physics {
+            worker_runtime_cores: WORKER_RUNTIME_CORES,
+            ps_lookup_threads: PS_LOOKUP_THREADS,
+        }
+    }
+}
+
+impl Physics {
+    /// The threads a PS of `cores` cores serves one lookup request on: `ps_lookup_threads`,
+    /// fewer on a smaller PS, and a PS cut below one core serves at that fraction of a
+    /// thread.
+    pub fn lookup_threads(&self, cores: f64) -> f64 {
+        cores.min(self.ps_lookup_threads)
+    }
+
+    /// The cores a worker pod's runtime takes from its `cpu` cores: the runtime's threads
+    /// and the training share the pod's CPU quota, and a share in proportion to what each
+    /// asks (the runtime `r` = `worker_runtime_cores`, the training all of the pod) gives
+    /// the runtime `cpu * r / (cpu + r)`: about `r` on a large pod, half of a pod of `r`
+    /// cores, and the training `cpu^2 / (cpu + r)`. A straggler's cut CPU is cut for both.
+    /// (Simplification: the proportional share stands for Linux's CFS scheduler; what it
+    /// changes is how fast a small pod loses its training cores, not their number on a
+    /// large one.)
+    pub fn runtime_cores(&self, cpu: f64) -> f64 {
+        let r = self.worker_runtime_cores;
+        if r <= 0.0 {
+            return 0.0;
+        }
+        cpu * r / (cpu + r)
+    }
+
+    /// The cores a worker's gradient computes on: its cores (GPU workers count their GPUs
+    /// as cores) less the runtime's share of its CPU.
+    fn worker_compute_cores(&self, cpu: f64, cores: f64) -> f64 {
+        cores - self.runtime_cores(cpu)
+    }
 }
 
 /// The four parts of one iteration, in seconds.
@@ -143,7 +199,9 @@ pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
         // there is no separate update or lookup phase.
         let w = x.workers;
         return IterationTime {
-            grad_s: p.a_grad * x.batch / worker_compute_cores(x.worker_cores, x.worker_cores)
+            grad_s: p.a_grad * x.batch
+                / x.physics
+                    .worker_compute_cores(x.worker_cores, x.worker_cores)
                 + p.b_grad,
             upd_s: 0.0,
             sync_s: p.a_sync * 2.0 * x.dense_mb * (w - 1.0) / w / x.bandwidth_mb_s + p.b_sync,
@@ -152,15 +210,19 @@ pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
     }
     assert!(x.ps_cores > 0.0, "bad perf inputs {x:?}");
     IterationTime {
-        grad_s: p.a_grad * x.batch / worker_compute_cores(x.worker_cores, x.worker_cores)
+        grad_s: p.a_grad * x.batch
+            / x.physics
+                .worker_compute_cores(x.worker_cores, x.worker_cores)
             + p.b_grad,
         upd_s: p.a_upd * x.workers / (x.ps * x.ps_cores) + p.b_upd,
         sync_s: p.a_sync * (x.dense_mb / x.ps) / (x.bandwidth_mb_s / x.workers) + p.b_sync,
-        emb_s: p.a_emb * x.batch * x.emb_dim / (x.ps * lookup_threads(x.ps_cores)) + p.b_emb,
+        emb_s: p.a_emb * x.batch * x.emb_dim / (x.ps * x.physics.lookup_threads(x.ps_cores))
+            + p.b_emb,
     }
 }
 
-/// Threads a PS spreads one worker's lookup request over: TensorFlow's executor runs the
+/// Threads a PS spreads one worker's lookup request over (the default of a scenario's
+/// `truth.ps_lookup_threads`): TensorFlow's executor runs the
 /// request's per-table gather ops side by side on the PS's inter-op threads (a Criteo job
 /// has 26 embedding tables), so a lookup is not served by one thread. DLRover Table 1's
 /// sample stage measures how wide: its one PS served its one Wide & Deep worker at
@@ -175,13 +237,8 @@ pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
 /// cores allow.
 pub const PS_LOOKUP_THREADS: f64 = 4.5;
 
-/// The threads a PS of `cores` cores serves one lookup request on: [`PS_LOOKUP_THREADS`],
-/// fewer on a smaller PS, and a PS cut below one core serves at that fraction of a thread.
-pub fn lookup_threads(cores: f64) -> f64 {
-    cores.min(PS_LOOKUP_THREADS)
-}
-
-/// Cores the runtime of a worker pod keeps busy whatever the training does: TensorFlow's
+/// Cores the runtime of a worker pod keeps busy whatever the training does (the default of a
+/// scenario's `truth.worker_runtime_cores`): TensorFlow's
 /// RPC polling and completion-queue threads, the input pipeline's reader and parser threads,
 /// the session's executor bookkeeping. The kernel, a small in-process Rust program, has no
 /// such threads, so they cannot be measured there; the figure comes from DLRover Table 1's
@@ -203,23 +260,6 @@ pub const WORKER_RUNTIME_CORES: f64 = 1.5;
 // Sensitivity, measured 2026-11-26 with 1 core per PS: the full reproduction loses
 // `rm-prod-starved-share` (11% of jobs, paper 6%) and `rm-prod-ps-cpu-after` flips
 // (PS use 39% before, 38.7% after, paper 13% -> 41.4%).
-
-/// The cores a worker pod's runtime takes from its `cpu` cores: the runtime's threads and
-/// the training share the pod's CPU quota, and a share in proportion to what each asks (the
-/// runtime `r` = [`WORKER_RUNTIME_CORES`], the training all of the pod) gives the runtime
-/// `cpu * r / (cpu + r)`: about `r` on a large pod, half of a pod of `r` cores, and the
-/// training `cpu^2 / (cpu + r)`. A straggler's cut CPU is cut for both. (Simplification:
-/// the proportional share stands for Linux's CFS scheduler; what it changes is how fast a
-/// small pod loses its training cores, not their number on a large one.)
-pub fn runtime_cores(cpu: f64) -> f64 {
-    cpu * WORKER_RUNTIME_CORES / (cpu + WORKER_RUNTIME_CORES)
-}
-
-/// The cores a worker's gradient computes on: its cores (GPU workers count their GPUs as
-/// cores) less the runtime's share of its CPU.
-fn worker_compute_cores(cpu: f64, cores: f64) -> f64 {
-    cores - runtime_cores(cpu)
-}
 
 /// Samples per second of the whole job.
 pub fn throughput(p: &ThroughputParams, x: &PerfInputs) -> f64 {
@@ -313,7 +353,7 @@ pub fn job_perf_detail(
                 .fold((0.0, 0.0, 0.0), |(sh, se, lo): (f64, f64, f64), j| {
                     (
                         sh.max(j.share),
-                        se.max(j.share / lookup_threads(j.cores)),
+                        se.max(j.share / x.physics.lookup_threads(j.cores)),
                         lo.max(j.share / j.cores),
                     )
                 });
@@ -326,7 +366,7 @@ pub fn job_perf_detail(
     let iters: Vec<IterationTime> = workers
         .iter()
         .map(|c| IterationTime {
-            grad_s: p.a_grad * x.batch / worker_compute_cores(c.cpu, c.cores) + p.b_grad,
+            grad_s: p.a_grad * x.batch / x.physics.worker_compute_cores(c.cpu, c.cores) + p.b_grad,
             upd_s: upd,
             sync_s: sync,
             emb_s: emb,
@@ -362,7 +402,7 @@ pub fn job_perf_detail(
         // (all-reduce) has no lookup or push, so no such intercepts either. On top, the pod
         // runtime's cores ([`WORKER_RUNTIME_CORES`]), busy whether the worker trains or waits:
         // a profiler counts them.
-        let runtime = runtime_cores(c.cpu);
+        let runtime = x.physics.runtime_cores(c.cpu);
         let parallel = p.a_grad * x.batch * ((c.cpu - runtime) / (c.cores - runtime));
         let lookup_and_push = if ps.is_empty() {
             0.0
@@ -384,7 +424,7 @@ pub fn job_perf_detail(
             // Per round (one step of each of the w workers) a PS does the work the kernel
             // measured on its threads: the update core-seconds of w pushes and serving w
             // lookup requests (each `a_emb m D s_j` of work, however many threads it is
-            // spread over, [`lookup_threads`]). The dense sync is a transfer, as on the
+            // spread over, [`Physics::lookup_threads`]). The dense sync is a transfer, as on the
             // worker. Idle cores are not "used" cores.
             let update = p.a_upd * w * j.share;
             let serve = w * p.a_emb * x.batch * x.emb_dim * j.share;
@@ -455,6 +495,7 @@ mod tests {
             dense_mb: 20.0,
             bandwidth_mb_s: 1250.0,
             emb_dim: 16.0,
+            physics: Physics::default(),
         }
     }
 
@@ -508,10 +549,11 @@ mod tests {
         assert!(fixed < pooled && pooled < healthy);
         // Static: everyone waits for the slowest worker; hand-computed from its T_grad.
         // (The training's cores are what the pod runtime leaves of 5 and of 20.)
-        let t_slow = p.a_grad * 512.0 / worker_compute_cores(5.0, 5.0)
+        let t_slow = p.a_grad * 512.0 / Physics::default().worker_compute_cores(5.0, 5.0)
             + p.b_grad
             + (iteration_time(&p, &x).total_s()
-                - (p.a_grad * 512.0 / worker_compute_cores(20.0, 20.0) + p.b_grad));
+                - (p.a_grad * 512.0 / Physics::default().worker_compute_cores(20.0, 20.0)
+                    + p.b_grad));
         assert!((fixed - 8.0 * 512.0 / t_slow).abs() < 1e-9 * fixed);
     }
 
@@ -582,9 +624,10 @@ mod tests {
     /// now costs throughput, where without it more and smaller workers always won.
     #[test]
     fn the_pod_runtime_makes_one_core_workers_a_poor_split() {
-        assert!((runtime_cores(1.5) - 0.75).abs() < 1e-12);
-        assert!((runtime_cores(64.0) - 1.5).abs() < 0.04);
-        assert!(worker_compute_cores(1.0, 1.0) < 0.41);
+        let phy = Physics::default();
+        assert!((phy.runtime_cores(1.5) - 0.75).abs() < 1e-12);
+        assert!((phy.runtime_cores(64.0) - 1.5).abs() < 0.04);
+        assert!(phy.worker_compute_cores(1.0, 1.0) < 0.41);
         // xDeepFM's 160 worker cores as 8 x 20 or as 160 x 1: the gradient's core-seconds
         // are the same, so without the runtime the 160 thin workers would win (about 59
         // against 48 steps/s); with it each trains on 0.4 of its core.
@@ -602,7 +645,7 @@ mod tests {
         // A straggler's cut CPU is cut for the runtime too: at 3% of 16 cores it trains on
         // a quarter of what it has.
         let cut = 0.03 * 16.0;
-        assert!(worker_compute_cores(cut, cut) < 0.25 * cut);
+        assert!(phy.worker_compute_cores(cut, cut) < 0.25 * cut);
     }
 
     /// An all-reduce job (no PS) does no lookups or pushes: its workers' CPU is the
@@ -655,6 +698,28 @@ mod tests {
         };
         // PS core-seconds per step: the same on 4 or 16 cores.
         assert!((busy(4.0) - busy(16.0)).abs() < 1e-9 * busy(16.0));
+    }
+
+    /// A scenario's own pod constants reach the truth: a wider lookup shortens it, a
+    /// heavier runtime leaves the gradient fewer cores, and none runs the paper's form.
+    #[test]
+    fn the_pod_constants_come_from_the_inputs() {
+        let p = default_params(ModelKind::WideDeep);
+        let with = |worker_runtime_cores: f64, ps_lookup_threads: f64| PerfInputs {
+            physics: Physics {
+                worker_runtime_cores,
+                ps_lookup_threads,
+            },
+            ..inputs(1.0, 1.0, 4.0, 16.0)
+        };
+        let t = |x: &PerfInputs| iteration_time(&p, x);
+        let base = t(&with(1.5, 4.5));
+        assert!(t(&with(1.5, 9.0)).emb_s < base.emb_s);
+        assert_eq!(t(&with(1.5, 9.0)).grad_s, base.grad_s);
+        assert!(t(&with(3.0, 4.5)).grad_s > base.grad_s);
+        let bare = t(&with(0.0, 1.0));
+        assert!((bare.grad_s - (p.a_grad * 512.0 / 4.0 + p.b_grad)).abs() < 1e-15);
+        assert!((bare.emb_s - (p.a_emb * 512.0 * 16.0 + p.b_emb)).abs() < 1e-15);
     }
 
     #[test]

@@ -148,6 +148,24 @@ pub struct TruthSettings {
     /// Multiplies every calibrated alpha and beta after the contract (default 1: the
     /// contract already anchors the level to DLRover's published throughput).
     pub calibration_time_scale: f64,
+    /// Cores a worker pod's runtime keeps busy whatever the training does (default 1.5,
+    /// `perf::WORKER_RUNTIME_CORES`, from DLRover Table 1's W&D sample stage). A calibrated
+    /// truth is re-anchored with it; the built-in parameters are not.
+    #[serde(skip_serializing_if = "is_default_runtime")]
+    pub worker_runtime_cores: f64,
+    /// Threads a PS spreads one lookup request over (default 4.5, `perf::PS_LOOKUP_THREADS`,
+    /// from DLRover Table 1's W&D sample stage; 1 is the paper's form). A calibrated truth
+    /// is re-anchored with it; the built-in parameters are not.
+    #[serde(skip_serializing_if = "is_default_lookup_threads")]
+    pub ps_lookup_threads: f64,
+}
+
+fn is_default_runtime(v: &f64) -> bool {
+    *v == crate::perf::WORKER_RUNTIME_CORES
+}
+
+fn is_default_lookup_threads(v: &f64) -> bool {
+    *v == crate::perf::PS_LOOKUP_THREADS
 }
 
 /// The source of the calibrated truth (`truth.calibration`).
@@ -203,11 +221,21 @@ impl Default for TruthSettings {
             params: BTreeMap::new(),
             calibration: CalibrationSource::Shipped,
             calibration_time_scale: 1.0,
+            worker_runtime_cores: crate::perf::WORKER_RUNTIME_CORES,
+            ps_lookup_threads: crate::perf::PS_LOOKUP_THREADS,
         }
     }
 }
 
 impl TruthSettings {
+    /// The pod-level constants of this truth.
+    pub fn physics(&self) -> crate::perf::Physics {
+        crate::perf::Physics {
+            worker_runtime_cores: self.worker_runtime_cores,
+            ps_lookup_threads: self.ps_lookup_threads,
+        }
+    }
+
     /// A short digest of what this truth makes of a job: the samples/s the simulator's
     /// throughput function gives, with this truth's parameters, bandwidth and GPU core
     /// equivalent, at fixed probe configurations of every model kind (PS jobs of a few
@@ -237,6 +265,7 @@ impl TruthSettings {
                     dense_mb: mb,
                     bandwidth_mb_s: self.bandwidth_mb_s,
                     emb_dim: d,
+                    physics: self.physics(),
                 };
                 for b in crate::perf::throughput(&params, &x).to_bits().to_le_bytes() {
                     h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -252,12 +281,22 @@ impl TruthSettings {
         if let Some(p) = self.params.get(&kind) {
             return *p;
         }
+        let physics = self.physics();
         let shipped = match self.calibration {
-            CalibrationSource::Shipped => crate::perf::calibration::shipped_truth().get(&kind),
+            CalibrationSource::Shipped if physics == crate::perf::Physics::default() => {
+                crate::perf::calibration::shipped_truth()
+                    .get(&kind)
+                    .copied()
+            }
+            // Checked when the scenario loaded ([`Scenario::load`]).
+            CalibrationSource::Shipped => crate::perf::calibration::shipped_truth_with(physics)
+                .expect("the pod constants were checked against the contract at load")
+                .get(&kind)
+                .copied(),
             CalibrationSource::Builtin | CalibrationSource::File(_) => None,
         };
         match shipped {
-            Some(p) => crate::perf::scaled(p, self.calibration_time_scale),
+            Some(p) => crate::perf::scaled(&p, self.calibration_time_scale),
             None => crate::perf::default_params(kind),
         }
     }
@@ -374,8 +413,24 @@ impl Scenario {
         if !(scale.is_finite() && scale > 0.0) {
             return Err(at("truth.calibration_time_scale", "must be > 0".into()));
         }
+        let physics = file.truth.physics();
+        if file.truth.calibration == CalibrationSource::Shipped
+            && physics != crate::perf::Physics::default()
+        {
+            if let Err(msg) = crate::perf::calibration::shipped_truth_with(physics) {
+                let field = if physics.worker_runtime_cores != crate::perf::WORKER_RUNTIME_CORES {
+                    "truth.worker_runtime_cores"
+                } else {
+                    "truth.ps_lookup_threads"
+                };
+                return Err(at(
+                    field,
+                    format!("the shipped calibration cannot be anchored with it: {msg}"),
+                ));
+            }
+        }
         if let CalibrationSource::File(cal) = &file.truth.calibration {
-            for (kind, params) in load_calibrated_truth(&base.join(cal))? {
+            for (kind, params) in load_calibrated_truth(&base.join(cal), physics)? {
                 file.truth
                     .params
                     .entry(kind)
@@ -648,9 +703,10 @@ pub fn load_calibration(path: &Path) -> Result<BTreeMap<ModelKind, ThroughputPar
 /// (`perf::calibration`): the simulator truth of every kind it covers.
 pub fn load_calibrated_truth(
     path: &Path,
+    physics: crate::perf::Physics,
 ) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
     let text = read_calibration(path)?;
-    crate::perf::calibration::load_truth(&text, path)
+    crate::perf::calibration::load_truth(&text, path, physics)
 }
 
 fn read_calibration(path: &Path) -> Result<String, InputError> {

@@ -66,6 +66,14 @@ pub fn check(f: &ScenarioFile) -> Result<(), (String, String)> {
         "truth.calibration_time_scale",
         in_range(t.calibration_time_scale, 1e-6, 1e6),
     )?;
+    c(
+        "truth.worker_runtime_cores",
+        in_range(t.worker_runtime_cores, 0.0, 16.0),
+    )?;
+    c(
+        "truth.ps_lookup_threads",
+        in_range(t.ps_lookup_threads, 1.0, MAX_CORES),
+    )?;
     for (kind, p) in &t.params {
         for (name, v) in p.named() {
             c(

@@ -51,6 +51,7 @@ pub struct Model {
     pub params: ThroughputParams,
     pub bandwidth_mb_s: f64,
     pub gpu_core_equiv: f64,
+    pub physics: dlsim_model::perf::Physics,
 }
 
 impl Model {
@@ -65,6 +66,7 @@ impl Model {
             dense_mb: job.dense_mb,
             bandwidth_mb_s: self.bandwidth_mb_s,
             emb_dim: f64::from(job.emb_dim),
+            physics: self.physics,
         };
         perf::throughput(&self.params, &x)
     }
@@ -284,6 +286,7 @@ impl Policy for WellTuned {
             params: truth.params_for(job.request.model),
             bandwidth_mb_s: truth.bandwidth_mb_s,
             gpu_core_equiv: truth.gpu_core_equiv,
+            physics: truth.physics(),
         };
         let node_cores = view.node_max.cpu_cores();
         let config = best_config_within(
@@ -337,6 +340,7 @@ mod tests {
             params: t.params_for(kind),
             bandwidth_mb_s: t.bandwidth_mb_s,
             gpu_core_equiv: t.gpu_core_equiv,
+            physics: t.physics(),
         }
     }
 

@@ -84,7 +84,7 @@ use std::sync::OnceLock;
 use dlsim_traces::{InputError, ModelKind};
 use serde::Deserialize;
 
-use super::{iteration_time, PerfInputs, ThroughputParams};
+use super::{iteration_time, PerfInputs, Physics, ThroughputParams};
 
 /// `B_ref`: the network bandwidth the truth's `a_sync` is expressed against (MB/s; 10 Gb/s
 /// Ethernet, the scenario default `truth.bandwidth_mb_s`).
@@ -109,7 +109,8 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    pub fn inputs(&self) -> PerfInputs {
+    /// The anchor's configuration as the truth's inputs, under the pod constants `physics`.
+    pub fn inputs(&self, physics: Physics) -> PerfInputs {
         PerfInputs {
             workers: self.workers,
             ps: self.ps,
@@ -119,6 +120,7 @@ impl Anchor {
             dense_mb: self.dense_mb,
             bandwidth_mb_s: REFERENCE_BANDWIDTH_MB_S,
             emb_dim: REFERENCE_EMB_DIM,
+            physics,
         }
     }
 }
@@ -210,8 +212,9 @@ pub fn anchor_factors(
     u: &ThroughputParams,
     a: &Anchor,
     runtime: Option<f64>,
+    physics: Physics,
 ) -> Result<Factors, String> {
-    let x = a.inputs();
+    let x = a.inputs(physics);
     let t = iteration_time(u, &x);
     // At the anchor, split as `with_factors` scales them: the gradient's slope, the
     // worker's intercepts, the PS side and the sync.
@@ -256,15 +259,24 @@ pub fn anchor_factors(
 }
 
 /// Steps 2-3 of the contract: the factors of every kind the calibration covers, over its
-/// step-1 parameters ([`to_reference_units`]).
-pub fn factors(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, Factors>, String> {
-    factors_of(&reference_units(cal))
+/// step-1 parameters ([`to_reference_units`]), anchored under the pod constants `physics`.
+pub fn factors(
+    cal: &KernelCalibration,
+    physics: Physics,
+) -> Result<BTreeMap<ModelKind, Factors>, String> {
+    factors_of(&reference_units(cal), physics)
 }
 
-/// The whole contract: the truth of every kind the calibration covers.
-pub fn truth(cal: &KernelCalibration) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
+/// The whole contract: the truth of every kind the calibration covers, under the pod
+/// constants `physics` (a scenario's `truth.worker_runtime_cores` and
+/// `truth.ps_lookup_threads`: the anchors are re-solved with them, so each anchor keeps its
+/// published throughput whatever they are).
+pub fn truth(
+    cal: &KernelCalibration,
+    physics: Physics,
+) -> Result<BTreeMap<ModelKind, ThroughputParams>, String> {
     let units = reference_units(cal);
-    Ok(factors_of(&units)?
+    Ok(factors_of(&units, physics)?
         .into_iter()
         .map(|(kind, f)| (kind, with_factors(&units[&kind], f)))
         .collect())
@@ -279,6 +291,7 @@ fn reference_units(cal: &KernelCalibration) -> BTreeMap<ModelKind, ThroughputPar
 
 fn factors_of(
     units: &BTreeMap<ModelKind, ThroughputParams>,
+    physics: Physics,
 ) -> Result<BTreeMap<ModelKind, Factors>, String> {
     // The first anchor the file covers sets the runtime factor of the worker's intercepts;
     // every further anchored kind takes it and solves its own gradient and PS factors.
@@ -286,7 +299,8 @@ fn factors_of(
     let mut runtime = None;
     for a in &ANCHORS {
         if let Some(u) = units.get(&a.kind) {
-            let f = anchor_factors(u, a, runtime).map_err(|e| format!("kinds.{}: {e}", a.kind))?;
+            let f = anchor_factors(u, a, runtime, physics)
+                .map_err(|e| format!("kinds.{}: {e}", a.kind))?;
             runtime.get_or_insert(f.runtime);
             anchored.insert(a.kind, f);
         }
@@ -374,16 +388,21 @@ pub fn parse(text: &str, path: &Path) -> Result<CalibrationFile, InputError> {
 pub fn load_truth(
     text: &str,
     path: &Path,
+    physics: Physics,
 ) -> Result<BTreeMap<ModelKind, ThroughputParams>, InputError> {
     let cal = load_kernel(text, path)?;
-    truth(&cal).map_err(|msg| contract_error(text, path, msg))
+    truth(&cal, physics).map_err(|msg| contract_error(text, path, msg))
 }
 
 /// Parses a calibration and applies steps 2-3 of the contract: the factors of every kind
 /// it covers (what `dlsim calibrate` prints).
-pub fn load_factors(text: &str, path: &Path) -> Result<BTreeMap<ModelKind, Factors>, InputError> {
+pub fn load_factors(
+    text: &str,
+    path: &Path,
+    physics: Physics,
+) -> Result<BTreeMap<ModelKind, Factors>, InputError> {
     let cal = load_kernel(text, path)?;
-    factors(&cal).map_err(|msg| contract_error(text, path, msg))
+    factors(&cal, physics).map_err(|msg| contract_error(text, path, msg))
 }
 
 /// A contract error names the field its message starts with (`kinds.<kind>: ...`).
@@ -446,9 +465,29 @@ pub const SHIPPED_JSON: &str = include_str!("../../../../reports/calibration/def
 pub fn shipped_truth() -> &'static BTreeMap<ModelKind, ThroughputParams> {
     static TRUTH: OnceLock<BTreeMap<ModelKind, ThroughputParams>> = OnceLock::new();
     TRUTH.get_or_init(|| {
-        load_truth(SHIPPED_JSON, Path::new(SHIPPED_PATH))
+        load_truth(SHIPPED_JSON, Path::new(SHIPPED_PATH), Physics::default())
             .unwrap_or_else(|e| panic!("the embedded shipped calibration is invalid: {e}"))
     })
+}
+
+/// The contract applied to the shipped calibration under the pod constants `physics`
+/// ([`shipped_truth`] for the defaults). Each set of constants is solved once per process;
+/// an error says why the anchors cannot be solved with them.
+pub fn shipped_truth_with(
+    physics: Physics,
+) -> Result<std::sync::Arc<BTreeMap<ModelKind, ThroughputParams>>, String> {
+    type Solved = std::sync::Arc<BTreeMap<ModelKind, ThroughputParams>>;
+    static SOLVED: std::sync::Mutex<Vec<(Physics, Result<Solved, String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut solved = SOLVED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = solved.iter().find(|(p, _)| *p == physics) {
+        return r.clone();
+    }
+    let r = load_truth(SHIPPED_JSON, Path::new(SHIPPED_PATH), physics)
+        .map(std::sync::Arc::new)
+        .map_err(|e| e.message);
+    solved.push((physics, r.clone()));
+    r
 }
 
 #[cfg(test)]
@@ -492,22 +531,37 @@ mod tests {
         kinds.insert(ModelKind::WideDeep, kernel(6e-6, 5e-4));
         kinds.insert(ModelKind::Xdeepfm, kernel(2e-5, 6e-4));
         kinds.insert(ModelKind::Dcn, kernel(9e-6, 6e-4));
-        let t = truth(&KernelCalibration {
+        let cal = KernelCalibration {
             bandwidth_mb_s: 25_000.0,
             kinds,
-        })
-        .unwrap();
-        for a in &ANCHORS {
-            let p = &t[&a.kind];
-            let x = a.inputs();
-            let steps = throughput(p, &x) / REFERENCE_BATCH;
-            assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
-            // Well tuned: one core moved from the PS side to the workers changes nothing
-            // to first order.
-            let dw = p.a_grad * x.batch / (x.workers * x.worker_cores.powi(2));
-            let dp = p.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
-            assert!((dw - dp).abs() < 1e-9 * dw, "{dw} vs {dp}");
+        };
+        // Whatever the pod constants, the re-solved anchors keep their published
+        // throughput and their well-tuned split.
+        for physics in [
+            Physics::default(),
+            Physics {
+                worker_runtime_cores: 0.0,
+                ps_lookup_threads: 1.0,
+            },
+            Physics {
+                worker_runtime_cores: 2.5,
+                ps_lookup_threads: 8.0,
+            },
+        ] {
+            let t = truth(&cal, physics).unwrap();
+            for a in &ANCHORS {
+                let p = &t[&a.kind];
+                let x = a.inputs(physics);
+                let steps = throughput(p, &x) / REFERENCE_BATCH;
+                assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
+                // Well tuned: one core moved from the PS side to the workers changes
+                // nothing to first order.
+                let dw = p.a_grad * x.batch / (x.workers * x.worker_cores.powi(2));
+                let dp = p.a_upd * x.workers / (x.ps * x.ps_cores).powi(2);
+                assert!((dw - dp).abs() < 1e-9 * dw, "{dw} vs {dp}");
+            }
         }
+        let t = truth(&cal, Physics::default()).unwrap();
         // One pod runtime: every kind's per-step intercepts take the first anchor's factor
         // over the kernel's measurement; the gradient's slope does not.
         let factor = |kind: ModelKind, k: KernelKind| {
@@ -532,7 +586,7 @@ mod tests {
     #[test]
     fn the_shipped_factors_share_the_runtime_and_make_the_shipped_truth() {
         let path = Path::new(SHIPPED_PATH);
-        let f = load_factors(SHIPPED_JSON, path).unwrap();
+        let f = load_factors(SHIPPED_JSON, path, Physics::default()).unwrap();
         let wd = f[&ModelKind::WideDeep];
         assert_eq!(wd.grad, wd.runtime);
         for kind in [ModelKind::Xdeepfm, ModelKind::Dcn] {
@@ -553,7 +607,7 @@ mod tests {
     #[test]
     fn a_later_anchor_whose_intercepts_fill_its_iteration_is_an_error() {
         let u = to_reference_units(&kernel(2e-5, 6e-4), 25_000.0);
-        let e = anchor_factors(&u, &ANCHORS[1], Some(1e6)).unwrap_err();
+        let e = anchor_factors(&u, &ANCHORS[1], Some(1e6), Physics::default()).unwrap_err();
         assert!(e.contains("fill the published iteration"), "{e}");
     }
 
@@ -581,9 +635,10 @@ mod tests {
         assert_eq!((t.a_emb, t.a_upd), (u.a_emb * 50.0, u.a_upd * 50.0));
         assert_eq!((t.a_sync, t.b_sync), (u.a_sync, u.b_sync));
         // With more workers only the PS side grows: the anchor's level still holds.
-        let f = anchor_factors(&u, &ANCHORS[0], None).unwrap();
+        let f = anchor_factors(&u, &ANCHORS[0], None, Physics::default()).unwrap();
         let a = ANCHORS[0];
-        let steps = crate::perf::throughput(&with_factors(&u, f), &a.inputs()) / REFERENCE_BATCH;
+        let steps = crate::perf::throughput(&with_factors(&u, f), &a.inputs(Physics::default()))
+            / REFERENCE_BATCH;
         assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
     }
 
@@ -592,7 +647,7 @@ mod tests {
         let mut k = kernel(6e-6, 5e-4);
         k.params.a_sync = 1e4;
         let u = to_reference_units(&k, 1_250.0);
-        assert!(anchor_factors(&u, &ANCHORS[0], None)
+        assert!(anchor_factors(&u, &ANCHORS[0], None, Physics::default())
             .unwrap_err()
             .contains("dense sync"));
     }

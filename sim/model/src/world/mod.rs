@@ -261,6 +261,7 @@ impl World {
             env: TruthEnv {
                 bandwidth_mb_s: f.truth.bandwidth_mb_s,
                 gpu_core_equiv: f.truth.gpu_core_equiv,
+                physics: f.truth.physics(),
             },
             start_base_s: f.pods.start_base_s,
             start_per_core_s: f.pods.start_per_core_s,

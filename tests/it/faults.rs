@@ -61,6 +61,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         observation: ObservationSettings {
             noise_cv: 0.0,
             history_len: 8,
+            ..Default::default()
         },
         truth: TruthSettings {
             job_variation_sigma: 0.0,
@@ -364,9 +365,9 @@ fn a_straggler_is_slow_training_only_where_it_holds_the_job_back() {
         ..job(8, 2)
     };
     let faults = one_slow_pod(Role::Worker, 3, 0.03);
-    let s = scenario(spec, faults, no_checkpoints());
-    let seen = |policy: &str| {
-        let out = dlsim_model::run(&s, dlsim_policies::build(policy).unwrap());
+    let mut s = scenario(spec, faults, no_checkpoints());
+    let seen = |s: &dlsim_model::Scenario, policy: &str| {
+        let out = dlsim_model::run(s, dlsim_policies::build(policy).unwrap());
         let csv = &out.jobs_csv;
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
         let col = header.iter().position(|&h| h == "seen_straggler").unwrap();
@@ -374,12 +375,23 @@ fn a_straggler_is_slow_training_only_where_it_holds_the_job_back() {
         row[col] == "1"
     };
     assert!(
-        seen("static"),
+        seen(&s, "static"),
         "static partitioning waits for the slow worker"
     );
     assert!(
-        !seen("static[sharding=dynamic]"),
+        !seen(&s, "static[sharding=dynamic]"),
         "dynamic sharding is not slowed by one slow worker of eight"
+    );
+    // The hold is the scenario's (`observation.incident_hold_s`): a monitor that waits
+    // longer than the job runs never reports it.
+    let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
+    let jct = out.world.jobs[0].ended_at().unwrap().as_secs_f64();
+    s.file.observation.incident_hold_s = jct + 60.0;
+    assert!(!seen(&s, "static"), "a {jct} s job, a longer hold");
+    s.file.observation.incident_hold_s = jct / 2.0;
+    assert!(
+        seen(&s, "static"),
+        "slow from its start: a hold of half its time sees it"
     );
 }
 

@@ -153,7 +153,8 @@ pub const STRAGGLER_RATE: f64 = 0.8;
 /// rules use 15 min). DLRover-RM Table 4's "after" rates count the jobs that still suffer a
 /// hot PS or a straggler once DLRover-RM has had the chance to act, which a flag set at the
 /// first sighting cannot tell apart from one fixed minutes later. The papers state no
-/// window; 15 min is the stock rules' and covers DLRover-RM's chance to act on a production
+/// window; 15 min is the stock rules' (the default of a scenario's
+/// `observation.incident_hold_s`, which `dlsim sensitivity` varies) and covers DLRover-RM's chance to act on a production
 /// day: one 3-min adjustment round to see it and a migration whose new pods take 5-10 min
 /// to start (Sec. 2). (10 min until 2026-11-27, when pods started in 0.5-4.6 min; with 5-10
 /// min starts a hot PS that DLRover-RM's first migration fixes outlasted 10 min and Table
@@ -162,7 +163,8 @@ pub const STRAGGLER_RATE: f64 = 0.8;
 pub const INCIDENT_HOLD: SimTime = SimTime::from_secs(900);
 
 /// One monitored condition of a job: when its current spell began, and whether any spell
-/// lasted [`INCIDENT_HOLD`]. The condition can change only when the job's rate is refreshed,
+/// lasted the hold (the scenario's `observation.incident_hold_s`, [`INCIDENT_HOLD`] by
+/// default). The condition can change only when the job's rate is refreshed,
 /// so observing it there and closing it at the job's end sees every spell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Incident {
@@ -171,23 +173,24 @@ pub(crate) struct Incident {
 }
 
 impl Incident {
-    /// The condition is `on` from `now` until the next observation.
-    pub(crate) fn observe(&mut self, now: SimTime, on: bool) {
+    /// The condition is `on` from `now` until the next observation; a spell that ends
+    /// counts once it lasted `hold`.
+    pub(crate) fn observe(&mut self, now: SimTime, on: bool, hold: SimTime) {
         match (on, self.since) {
             (true, None) => self.since = Some(now),
-            (false, Some(_)) => self.close(now),
+            (false, Some(_)) => self.close(now, hold),
             _ => {}
         }
     }
 
     /// Ends the current spell at `now` (the job ended or stopped training).
-    pub(crate) fn close(&mut self, now: SimTime) {
+    pub(crate) fn close(&mut self, now: SimTime, hold: SimTime) {
         if let Some(s) = self.since.take() {
-            self.seen |= now - s >= INCIDENT_HOLD;
+            self.seen |= now - s >= hold;
         }
     }
 
-    /// Whether a spell lasted [`INCIDENT_HOLD`] (spells still open are not counted).
+    /// Whether a spell lasted the hold (spells still open are not counted).
     pub(crate) fn seen(&self) -> bool {
         self.seen
     }
@@ -688,23 +691,23 @@ mod tests {
             "the stock alerting rules' `for:` (see INCIDENT_HOLD)"
         );
         let mut hot = Incident::default();
-        hot.observe(min(0), true);
-        hot.observe(min(5), true); // still the same spell
-        hot.observe(min(hold - 1), false);
+        hot.observe(min(0), true, INCIDENT_HOLD);
+        hot.observe(min(5), true, INCIDENT_HOLD); // still the same spell
+        hot.observe(min(hold - 1), false, INCIDENT_HOLD);
         assert!(
             !hot.seen(),
             "a spell fixed a minute before the monitor alerts does not count"
         );
-        hot.observe(min(20), true);
-        hot.close(min(20 + hold - 1));
+        hot.observe(min(20), true, INCIDENT_HOLD);
+        hot.close(min(20 + hold - 1), INCIDENT_HOLD);
         assert!(
             !hot.seen(),
             "a spell cut short by the job's end before the hold does not count"
         );
-        hot.observe(min(60), true);
-        hot.observe(min(60 + hold), false);
+        hot.observe(min(60), true, INCIDENT_HOLD);
+        hot.observe(min(60 + hold), false, INCIDENT_HOLD);
         assert!(hot.seen(), "a spell as long as the hold counts");
-        hot.observe(min(90), false);
+        hot.observe(min(90), false, INCIDENT_HOLD);
         assert!(hot.seen(), "and stays counted");
     }
 }

@@ -116,6 +116,16 @@ pub struct ObservationSettings {
     pub noise_cv: f64,
     /// Profile samples kept per job.
     pub history_len: usize,
+    /// How long, in seconds, a hot PS or a straggling worker must last without a break to
+    /// count as an incident of the job (`jobs.csv`'s `seen_hot_ps`, `seen_straggler`;
+    /// DLRover-RM Table 4's rates). Default 900 s, `job::INCIDENT_HOLD`: the stock
+    /// Kubernetes alerting rules' `for:`; the papers state no window.
+    #[serde(skip_serializing_if = "is_default_hold")]
+    pub incident_hold_s: f64,
+}
+
+fn is_default_hold(v: &f64) -> bool {
+    *v == crate::job::INCIDENT_HOLD.as_secs_f64()
 }
 
 impl Default for ObservationSettings {
@@ -123,6 +133,7 @@ impl Default for ObservationSettings {
         ObservationSettings {
             noise_cv: 0.05,
             history_len: 64,
+            incident_hold_s: crate::job::INCIDENT_HOLD.as_secs_f64(),
         }
     }
 }

@@ -42,6 +42,10 @@ pub fn check(f: &ScenarioFile) -> Result<(), (String, String)> {
         ),
     )?;
     c(
+        "observation.incident_hold_s",
+        in_range(f.observation.incident_hold_s, 0.0, MAX_STALL_S),
+    )?;
+    c(
         "pods.start_base_s",
         in_range(f.pods.start_base_s, 0.0, MAX_STALL_S),
     )?;

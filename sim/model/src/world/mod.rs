@@ -121,6 +121,9 @@ pub struct World {
     sample_every: SimTime,
     noise_cv: f64,
     history_len: usize,
+    /// How long a hot PS or a straggler must last to count as an incident of the job
+    /// (`observation.incident_hold_s`).
+    incident_hold: SimTime,
     horizon: Option<SimTime>,
     /// The run ends here at the latest (`settings::time_cap_s`): past it, time could
     /// overflow or the timeline outgrow memory. Validation keeps arrivals and the horizon
@@ -268,6 +271,7 @@ impl World {
             sample_every,
             noise_cv: f.observation.noise_cv,
             history_len: f.observation.history_len,
+            incident_hold: SimTime::from_secs_f64_ceil(f.observation.incident_hold_s),
             horizon: f.horizon_s.map(SimTime::from_secs),
             time_cap: SimTime::from_secs(crate::settings::time_cap_s(f.timeline_interval_s)),
             drained: false,
@@ -836,8 +840,8 @@ impl World {
         if !training {
             job.running.rate = 0.0;
             job.running.perf = None;
-            job.seen_hot_ps.observe(now, false);
-            job.seen_straggler.observe(now, false);
+            job.seen_hot_ps.observe(now, false, self.incident_hold);
+            job.seen_straggler.observe(now, false, self.incident_hold);
             return;
         }
         let pooled = job.sharding == Sharding::Dynamic;
@@ -859,7 +863,7 @@ impl World {
             self.pods[p].cpu_used = cpu;
             hot |= cpu >= crate::job::HOT_PS_UTIL * self.pods[p].request.cpu_cores();
         }
-        job.seen_hot_ps.observe(now, hot);
+        job.seen_hot_ps.observe(now, hot, self.incident_hold);
         let speeds = &detail.worker_speed;
         let (slowest, fastest) = speeds.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
             (lo.min(v), hi.max(v))
@@ -877,7 +881,8 @@ impl World {
             slowest < crate::job::STRAGGLER_RATE * median
                 && jp.rate < crate::job::STRAGGLER_RATE * median * speeds.len() as f64
         };
-        job.seen_straggler.observe(now, straggling);
+        job.seen_straggler
+            .observe(now, straggling, self.incident_hold);
         let generation = job.generation;
         if job.worker_mem_used_mb() > job.config.worker_mem_mb as f64 {
             queue.push(now, Event::Oom { job: j, generation });
@@ -925,8 +930,8 @@ impl World {
             self.pods[p].state = PodState::Finished;
         }
         let job = &mut self.jobs[j];
-        job.seen_hot_ps.close(now);
-        job.seen_straggler.close(now);
+        job.seen_hot_ps.close(now, self.incident_hold);
+        job.seen_straggler.close(now, self.incident_hold);
         job.end(outcome, Some(now));
         if outcome == Outcome::Completed {
             if let Some(ledger) = job.ledger.as_mut() {

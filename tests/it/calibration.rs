@@ -241,23 +241,11 @@ fn the_pod_constants_are_a_scenarios_and_the_anchors_hold() {
         );
     }
     // The one-job replay runs slower with one lookup thread and a heavier runtime.
-    let jct = |dir: &Path| {
-        let out = dir.join("out");
-        let o = dlsim(&[
-            "replay",
-            path_str(&dir.join("scenario.json")),
-            "--out",
-            path_str(&out),
-            "-q",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let s: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
-                .unwrap();
-        s["jct_median_s"].as_f64().unwrap()
+    let jct = |s: &Scenario| {
+        let out = dlsim_model::run(s, dlsim_policies::build("static").unwrap());
+        out.world.jobs[0].ended_at().unwrap().as_secs_f64()
     };
-    let base = scenario_with_truth("pod-constants-base", "{}");
-    assert!(jct(&dir) > jct(&base));
+    assert!(jct(&changed) > jct(&defaults));
 
     for (truth, field) in [
         (r#"{ "ps_lookup_threads": 0.5 }"#, "truth.ps_lookup_threads"),

@@ -128,7 +128,7 @@ pub struct ElasticityConfig {
     /// Flash checkpoint speed: the papers' "< 1 s for a 20 GB model".
     pub flash_mb_s: f64,
     /// Time to save a checkpoint to remote storage before a stop, fixed for every job.
-    /// Absent (the default): the job's state over `storage_mb_s` ([`save_s`]).
+    /// Absent (the default): the job's state over `storage_mb_s` (`save_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_save_s: Option<f64>,
     /// Remote checkpoint storage bandwidth, MB/s, for saves and reloads. 40 MB/s is our

@@ -154,9 +154,9 @@ pub const STRAGGLER_RATE: f64 = 0.8;
 /// hot PS or a straggler once DLRover-RM has had the chance to act, which a flag set at the
 /// first sighting cannot tell apart from one fixed minutes later. The papers state no
 /// window; 15 min is the stock rules' (the default of a scenario's
-/// `observation.incident_hold_s`, which `dlsim sensitivity` varies) and covers DLRover-RM's chance to act on a production
-/// day: one 3-min adjustment round to see it and a migration whose new pods take 5-10 min
-/// to start (Sec. 2). (10 min until 2026-11-27, when pods started in 0.5-4.6 min; with 5-10
+/// `observation.incident_hold_s`, which `dlsim sensitivity` varies) and covers DLRover-RM's
+/// chance to act on a production day: one 3-min adjustment round to see it and a migration
+/// whose new pods take 5-10 min to start (Sec. 2). (10 min until 2026-11-27, when pods started in 0.5-4.6 min; with 5-10
 /// min starts a hot PS that DLRover-RM's first migration fixes outlasted 10 min and Table
 /// 4's hot-PS direction flipped. ARCHITECTURE.md, "Observed incidents", shows what 0, 5,
 /// 10, 15 and 20 min give.)

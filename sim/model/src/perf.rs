@@ -9,16 +9,17 @@
 //! and throughput = `w*m/T` samples/s. Units: seconds, samples, cores, MB, MB/s, dims.
 //!
 //! Two additions to the paper's form. A PS serves one lookup request on
-//! `pi = min(lambda_p, PS_LOOKUP_THREADS)` threads ([`Physics::lookup_threads`]; the paper's form
-//! is `pi = 1`): TensorFlow runs a request's per-table ops side by side. And a worker pod's
-//! runtime (RPC polling, input pipeline, executor bookkeeping) keeps some cores busy
-//! whatever the step does ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's quota,
-//! so `lambda_w` above is the cores left to the training ([`Physics::runtime_cores`]), and the
-//! profiler counts them as used. This is the per-pod cost of scaling out: a 1-core worker
-//! trains on 0.4 of a core. (The policies' own model, `dlsim_fit`, keeps the paper's form:
-//! a policy that models the system imperfectly is realistic.) `iteration_time` sees a GPU
-//! worker's cores summed with its GPUs' core equivalents and takes the runtime's share from
-//! the sum; `job_perf` takes it from the CPU alone (for the generator's 8-core GPU workers
+//! `pi = min(lambda_p, PS_LOOKUP_THREADS)` threads ([`Physics::lookup_threads`]; the
+//! paper's form is `pi = 1`): TensorFlow runs a request's per-table ops side by side. And a
+//! worker pod's runtime (RPC polling, input pipeline, executor bookkeeping) keeps some cores
+//! busy whatever the step does ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's
+//! quota, so `lambda_w` above is the cores left to the training
+//! ([`Physics::runtime_cores`]), and the profiler counts them as used. This is the per-pod
+//! cost of scaling out: a 1-core worker trains on 0.4 of a core. Both constants are a
+//! scenario's to change ([`Physics`]). (The policies' own model, `dlsim_fit`, keeps the
+//! paper's form: a policy that models the system imperfectly is realistic.)
+//! `iteration_time` sees a GPU worker's cores summed with its GPUs' core equivalents and
+//! takes the runtime's share from the sum; `job_perf` takes it from the CPU alone (for the generator's 8-core GPU workers
 //! the two differ by about 0.3 cores).
 
 use dlsim_traces::ModelKind;
@@ -124,7 +125,7 @@ pub struct PerfInputs {
 /// `truth.ps_lookup_threads`) so that `dlsim sensitivity` can show what each moves; the
 /// defaults are [`WORKER_RUNTIME_CORES`] and [`PS_LOOKUP_THREADS`], each with its source.
 /// The unit contract re-solves the calibrated factors for the values a scenario gives
-/// ([`calibration::truth_with`]), so the anchors keep their published throughput.
+/// ([`calibration::truth`]), so the anchors keep their published throughput.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Physics {
     /// Cores a worker pod's runtime keeps busy ([`WORKER_RUNTIME_CORES`]).

@@ -334,7 +334,7 @@ pub struct Scenario {
     /// The online jobs, validated, with the rate series they follow.
     pub online: Vec<crate::online::OnlineInput>,
     /// What the scenario loads but a user should hear about, one line each (the CLI prints
-    /// them on stderr): a trace imported under another ground truth ([`stale_import`]).
+    /// them on stderr): a trace imported under another ground truth (`stale_import`).
     pub warnings: Vec<String>,
 }
 

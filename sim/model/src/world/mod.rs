@@ -1,6 +1,6 @@
 //! The simulated world: the closed [`Event`] enum and the one place that handles it.
 //!
-//! Every state change in a run starts in [`World::handle`]. Policies are consulted on job
+//! Every state change in a run starts in `World::handle`. Policies are consulted on job
 //! arrival and on their tick, and their actions are validated and applied here.
 
 use crate::cluster::Cluster;

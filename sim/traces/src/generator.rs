@@ -109,16 +109,23 @@ fn check_mix(mix: &[[f64; 2]], lo: f64, hi: f64) -> Result<(), String> {
     if mix.is_empty() {
         return Err("needs at least one [value, weight] pair".into());
     }
-    for &[v, w] in mix {
-        if !(v.is_finite() && (lo..=hi).contains(&v)) {
-            return Err(format!("value {v} is outside [{lo}, {hi}]"));
-        }
-        if !(w.is_finite() && w >= 0.0) {
-            return Err(format!("weight {w} must be finite and at least 0"));
-        }
+    if let Some(v) = mix
+        .iter()
+        .map(|m| m[0])
+        .find(|v| !(v.is_finite() && (lo..=hi).contains(v)))
+    {
+        return Err(format!("value {v} is outside [{lo}, {hi}]"));
     }
-    if mix.iter().map(|m| m[1]).sum::<f64>() <= 0.0 {
-        return Err("the weights sum to 0".into());
+    check_weights(mix.iter().map(|m| m[1]))
+}
+
+/// A mix's weights: each finite and at least 0, with a positive sum.
+fn check_weights(weights: impl Iterator<Item = f64> + Clone) -> Result<(), String> {
+    if let Some(w) = weights.clone().find(|w| !(w.is_finite() && *w >= 0.0)) {
+        return Err(format!("weight {w} must be finite and at least 0"));
+    }
+    if weights.sum::<f64>() <= 0.0 {
+        return Err("needs a positive weight (the weights sum to 0)".into());
     }
     Ok(())
 }
@@ -204,16 +211,9 @@ impl GeneratorConfig {
             "generate.ps_cpu_mix",
             check_mix(&self.ps_cpu_mix, 0.5, 64.0),
         )?;
-        let weights: Vec<f64> = self.model_mix.values().copied().collect();
         check(
             "generate.model_mix",
-            if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
-                Err("every weight must be finite and at least 0".into())
-            } else if weights.iter().sum::<f64>() <= 0.0 {
-                Err("needs a kind with a positive weight".into())
-            } else {
-                Ok(())
-            },
+            check_weights(self.model_mix.values().copied()),
         )?;
         // Arrivals are drawn at the peak rate and thinned: bound what that draws.
         let expected = self.days * self.jobs_per_day * (1.0 + self.diurnal_amplitude);
@@ -234,11 +234,23 @@ impl GeneratorConfig {
 pub fn generate(cfg: &GeneratorConfig, seed: u64) -> Vec<JobSpec> {
     let mut rng = RngStreams::new(cfg.seed.unwrap_or(seed)).stream("trace-gen");
     let arrivals = arrival_times(cfg, &mut rng);
+    let mixes = Mixes {
+        model: cfg.model_mix.iter().map(|(&k, &w)| (k, w)).collect(),
+        worker_cpu: mix_of(&cfg.worker_cpu_mix),
+        ps_cpu: mix_of(&cfg.ps_cpu_mix),
+    };
     arrivals
         .into_iter()
         .enumerate()
-        .map(|(i, t)| draw_job(cfg, i as u64, t, &mut rng))
+        .map(|(i, t)| draw_job(cfg, &mixes, i as u64, t, &mut rng))
         .collect()
+}
+
+/// The configuration's mixes as [`pick`] takes them, converted once per trace.
+struct Mixes {
+    model: Vec<(ModelKind, f64)>,
+    worker_cpu: Vec<(f64, f64)>,
+    ps_cpu: Vec<(f64, f64)>,
 }
 
 /// Non-homogeneous Poisson arrivals by thinning: rate(t) = base * (1 + A sin(...)).
@@ -326,9 +338,14 @@ fn mix_of(pairs: &[[f64; 2]]) -> Vec<(f64, f64)> {
     pairs.iter().map(|&[v, w]| (v, w)).collect()
 }
 
-fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -> JobSpec {
-    let models: Vec<(ModelKind, f64)> = cfg.model_mix.iter().map(|(&k, &w)| (k, w)).collect();
-    let model = pick(rng, &models);
+fn draw_job(
+    cfg: &GeneratorConfig,
+    mixes: &Mixes,
+    id: u64,
+    submit_s: u64,
+    rng: &mut impl Rng,
+) -> JobSpec {
+    let model = pick(rng, &mixes.model);
     let batch_size = pick(rng, &BATCH_SIZE_MIX);
     let steps = lognormal_with_mean(rng, cfg.mean_steps, 0.9).clamp(5_000.0, 5_000_000.0) as u64;
     // Dense parameters: mean ~4.5M (of the 34.5M-parameter average, DLRover Table 3; the
@@ -350,11 +367,11 @@ fn draw_job(cfg: &GeneratorConfig, id: u64, submit_s: u64, rng: &mut impl Rng) -
         .round()
         .clamp(1.0, 40.0) as u32;
     // Users pick generous CPU per pod (DLRover Sec. 1: over 80% of jobs use under half).
-    let worker_cpu = pick(rng, &mix_of(&cfg.worker_cpu_mix));
+    let worker_cpu = pick(rng, &mixes.worker_cpu);
     // PS sizes: chosen for DLRover-RM's "before" PS figures together (`traces/README.md`):
     // CPU utilisation 13%, hot PS in 8% of jobs (Table 4) and PS-CPU-starved jobs 6%
     // (Sec. 6.3); assumption, the papers state no pod sizes.
-    let ps_cpu = pick(rng, &mix_of(&cfg.ps_cpu_mix));
+    let ps_cpu = pick(rng, &mixes.ps_cpu);
     // What the user believes the pods need, then their safety factor.
     let worker_need_mb = 3_072.0 + dense_mb * 2.0;
     let ps_need_mb = 2_048.0 + (dense_mb * 3.0 + emb_mb_final) / f64::from(ps);

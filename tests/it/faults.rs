@@ -146,14 +146,17 @@ fn healthy_job_takes_start_latency_plus_samples_over_rate() {
 
 /// Utilisation is the profiler's: a pod that is still starting holds its node but is not in
 /// the job's allocated core-seconds, so a slow start lengthens the JCT and leaves the job's
-/// utilisation as it is (DLRover-RM production pods take 5-10 min to start).
+/// utilisation as it is (DLRover-RM production pods take 5-10 min to start). A scenario's
+/// `observation.count_starting_pods` takes the scheduler's view instead: the start-up is
+/// allocated and idle, and the utilisation falls by exactly that.
 #[test]
 fn a_starting_pod_is_not_in_its_jobs_utilisation() {
     let spec = job(4, 2);
     let cores = 4.0 * spec.worker_cpu + 2.0 * spec.ps_cpu;
-    let run = |start_s: f64| {
+    let run_counting = |start_s: f64, count_starting: bool| {
         let mut s = scenario(spec.clone(), no_faults(), no_checkpoints());
         s.file.pods.start_base_s = start_s;
+        s.file.observation.count_starting_pods = count_starting;
         let out = dlsim_model::run(&s, dlsim_policies::build("static").unwrap());
         let j = &out.world.jobs[0];
         assert_eq!(j.phase(), JobPhase::Completed, "{:?}", j.fail_reason());
@@ -165,6 +168,7 @@ fn a_starting_pod_is_not_in_its_jobs_utilisation() {
             u.cpu_used_core_s / u.cpu_alloc_core_s,
         )
     };
+    let run = |start_s: f64| run_counting(start_s, false);
     let (fast_jct, fast_alloc, fast_util) = run(20.0);
     let (slow_jct, slow_alloc, slow_util) = run(1_000.0);
     assert_jct(slow_jct, fast_jct + 980.0, "a start 980 s longer");
@@ -180,6 +184,24 @@ fn a_starting_pod_is_not_in_its_jobs_utilisation() {
     assert!(
         (slow_util - fast_util).abs() < 1e-9,
         "{slow_util} vs {fast_util}"
+    );
+    // Counted: the same run, plus every pod's start-up (the base and 4 s a core, all
+    // pods starting together) allocated and idle.
+    let (jct, alloc, util) = run_counting(1_000.0, true);
+    assert_jct(jct, slow_jct, "what is counted does not change the run");
+    let per_core = scenario(spec.clone(), no_faults(), no_checkpoints())
+        .file
+        .pods
+        .start_per_core_s;
+    let starting = 4.0 * spec.worker_cpu * (1_000.0 + per_core * spec.worker_cpu)
+        + 2.0 * spec.ps_cpu * (1_000.0 + per_core * spec.ps_cpu);
+    assert!(
+        (alloc - slow_alloc - starting).abs() < 1e-6 * alloc,
+        "allocated core-s {alloc}: {slow_alloc} running plus {starting} starting"
+    );
+    assert!(
+        (util - slow_util * slow_alloc / alloc).abs() < 1e-9,
+        "the same use over more allocation: {util} vs {slow_util}"
     );
 }
 

@@ -311,6 +311,8 @@ pub struct Job {
     /// Dynamic sharding: the shard ledger, and its state at the last checkpoint.
     pub(crate) ledger: Option<ShardLedger>,
     pub(crate) ckpt_ledger: Option<ShardLedger>,
+    /// A starting pod's request counts as allocated (`observation.count_starting_pods`).
+    pub(crate) count_starting_pods: bool,
 }
 
 /// The constants the world needs to evaluate a job's truth.
@@ -360,6 +362,7 @@ impl Job {
             partitioning: Partitioning::Tensor,
             ledger: None,
             ckpt_ledger: None,
+            count_starting_pods: false,
         }
     }
 
@@ -558,11 +561,16 @@ impl Job {
     /// readings, so it is not in a job's denominator. What it changes: where pods take
     /// minutes to start (a production day, DLRover-RM Sec. 2's 5-10 min), counting them
     /// would put every job's start-up and every migration's standby start into its
-    /// utilisation as idle cores. (Until 2026-11-27 starting pods counted.)
+    /// utilisation as idle cores. (Until 2026-11-27 starting pods counted; a scenario's
+    /// `observation.count_starting_pods` counts them again, and `dlsim sensitivity` shows
+    /// what that moves.)
     pub(crate) fn allocated_by_role(&self, pods: &Slots<Pod>) -> [Resources; 2] {
         let mut by_role = [Resources::ZERO; 2];
-        let running = |p: &&Pod| p.state == PodState::Running;
-        for p in self.pods.iter().map(|&p| &pods[p]).filter(running) {
+        let allocated = |p: &&Pod| {
+            p.state == PodState::Running
+                || (self.count_starting_pods && p.state == PodState::Starting)
+        };
+        for p in self.pods.iter().map(|&p| &pods[p]).filter(allocated) {
             by_role[usize::from(p.role == Role::Ps)] += p.request;
         }
         by_role

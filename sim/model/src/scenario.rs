@@ -122,6 +122,16 @@ pub struct ObservationSettings {
     /// Kubernetes alerting rules' `for:`; the papers state no window.
     #[serde(skip_serializing_if = "is_default_hold")]
     pub incident_hold_s: f64,
+    /// Whether a pod's request counts as allocated while its container starts (placed on a
+    /// node, pulling its image and initialising: `pods.start_base_s` plus
+    /// `start_per_core_s` a core), as well as while it runs. The utilisation metrics
+    /// (`summary.json`'s `pooled_*`, `jobs.csv`'s `*_util`) divide use by allocation.
+    /// Default false: a pod's allocation starts when it runs, so start-up is neither use
+    /// nor allocation. The papers do not say which their monitoring counted; true is the
+    /// scheduler's view (the node's room is taken from placement on), which charges every
+    /// pod start to utilisation, and most to the policies that start pods most often.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub count_starting_pods: bool,
 }
 
 fn is_default_hold(v: &f64) -> bool {
@@ -134,6 +144,7 @@ impl Default for ObservationSettings {
             noise_cv: 0.05,
             history_len: 64,
             incident_hold_s: crate::job::INCIDENT_HOLD.as_secs_f64(),
+            count_starting_pods: false,
         }
     }
 }

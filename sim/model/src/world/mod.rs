@@ -124,6 +124,8 @@ pub struct World {
     /// How long a hot PS or a straggler must last to count as an incident of the job
     /// (`observation.incident_hold_s`).
     incident_hold: SimTime,
+    /// A starting pod's request counts as allocated (`observation.count_starting_pods`).
+    count_starting_pods: bool,
     horizon: Option<SimTime>,
     /// The run ends here at the latest (`settings::time_cap_s`): past it, time could
     /// overflow or the timeline outgrow memory. Validation keeps arrivals and the horizon
@@ -272,6 +274,7 @@ impl World {
             noise_cv: f.observation.noise_cv,
             history_len: f.observation.history_len,
             incident_hold: SimTime::from_secs_f64_ceil(f.observation.incident_hold_s),
+            count_starting_pods: f.observation.count_starting_pods,
             horizon: f.horizon_s.map(SimTime::from_secs),
             time_cap: SimTime::from_secs(crate::settings::time_cap_s(f.timeline_interval_s)),
             drained: false,
@@ -401,7 +404,9 @@ impl World {
         let truth = perf::perturbed(&self.truth_settings.params_for(spec.model), factors);
         self.job_index.insert(spec.id, j);
         self.arrived[j] = true;
-        self.jobs.fill(j, Job::new(spec, truth));
+        let mut job = Job::new(spec, truth);
+        job.count_starting_pods = self.count_starting_pods;
+        self.jobs.fill(j, job);
         self.peak_live.0 = self.peak_live.0.max(self.jobs.live());
     }
 

@@ -243,7 +243,7 @@ mod tests {
     /// all up), loses the PS to an OOM kill at once, and its relaunch with twice the
     /// memory does not fit beside its own worker on the only node: without a pending
     /// timeout it waits for ever, having never trained. The check accepts it, as it
-    /// accepts a job that never started, and says so for neither once it trained.
+    /// accepts a job that never started (before swarm seed 31020200 it did not).
     #[test]
     fn a_job_that_never_trained_may_wait_for_ever() {
         let dir = std::env::temp_dir().join(format!("dlsim-swarm-check-{}", std::process::id()));

@@ -39,7 +39,7 @@
 //!    C_total, for the papers' single-job experiments); a warm start may begin above that
 //!    (it copies similar jobs' final configurations; ARCHITECTURE.md says why it is not
 //!    capped, but what it asks beyond the request must fit the capacity the greedy would
-//!    hand out now, else the job starts as requested: [`admits_beyond_request`]); 10% of the
+//!    hand out now, else the job starts as requested: `admits_beyond_request`); 10% of the
 //!    cluster is kept free for arrivals, and a job whose last plan changed nothing is
 //!    re-planned less often (up to every 4 intervals).
 //! 3. **Instability handling** (`post=off` disables): dynamic sharding (always on: slow

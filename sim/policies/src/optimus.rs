@@ -35,10 +35,10 @@
 //! current allocations (shrinking a job would cost a restart for no speed gain of its own).
 //! Free capacity is the nodes' free room minus the pods already waiting to be placed, so
 //! new arrivals are not starved by growth. DLRover's evaluation capped a job at 200 cores
-//! (`max_cores`; never below the cores the job asked for, [`core_budget`]). PS memory keeps
+//! (`max_cores`; never below the cores the job asked for, `core_budget`). PS memory keeps
 //! the user's total PS memory when there are fewer PS than requested, so a smaller PS count
 //! does not run out of memory sooner, and a launch takes at least the PS that hold that
-//! total on the largest node ([`min_ps_for_memory`]).
+//! total on the largest node (`min_ps_for_memory`).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -401,7 +401,7 @@ pub struct Fitted {
     pub step: (u32, u32),
     pub ps_request: Resources,
     pub worker_request: Resources,
-    /// The job's core budget ([`core_budget`]): no step takes it beyond.
+    /// The job's core budget (`core_budget`): no step takes it beyond.
     pub budget: f64,
 }
 

@@ -80,7 +80,7 @@ fn default_baseline(names: &[String]) -> String {
 }
 
 /// Builds the report of the runs under `inputs` into `out`. `baseline` is the policy
-/// deltas are taken against [default: [`default_baseline`]].
+/// deltas are taken against (by default the one `default_baseline` picks).
 pub fn report(inputs: &[PathBuf], baseline: Option<&str>, out: &Path) -> anyhow::Result<Written> {
     let runs = load_runs(inputs)?;
     let names = policies(&runs);

@@ -127,7 +127,7 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
     pub provenance: Provenance,
     /// Units of columns whose name does not say it (long tables: `delta` is in the unit of
-    /// the row's `metric`); added to those [`unit`] reads from the names.
+    /// the row's `metric`); added to those [`unit()`] reads from the names.
     pub units: BTreeMap<String, String>,
 }
 

@@ -6,7 +6,7 @@
 //! applied at once; a fall only when every recommendation of the last `defer_min` minutes
 //! is at or below it (deferred scale-down). It sees no traffic forecast and no backlog, and
 //! does not decide while a rescale is in progress or no pod reports, nor within an optional
-//! cooldown after a rescale (`cooldown_min`, [`Cooldown`], our addition: without one, the
+//! cooldown after a rescale (`cooldown_min`, `Cooldown`, our addition: without one, the
 //! decision right after a rescale reads the rebuilding pods' 0% GPU, and through a backlog
 //! the deferred scale-down can step the job down a worker or two per rescale).
 

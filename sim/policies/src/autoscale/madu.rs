@@ -3,9 +3,9 @@
 //! constant samples/s per GPU; by default the lowest per-GPU rate of the offline profile (a
 //! conservative constant that holds at every profiled size), or `capacity=` in the spec.
 //! No stabilisation; no decision while a rescale is in progress, nor within an optional
-//! cooldown after one (`cooldown_min`, [`super::Cooldown`], our addition).
+//! cooldown after one (`cooldown_min`, `super::Cooldown`, our addition).
 //!
-//! Backlog headroom (issue #18; our addition, as Kale's, [`super::with_drain_headroom`]):
+//! Backlog headroom (issue #18; our addition, as Kale's, `super::with_drain_headroom`):
 //! when the forecast asks for a change, the new level also drains the backlog and the
 //! rescale's own outage (`L R` samples) within `drain_min` minutes (default 60). Sized for
 //! the load alone, Madu never caught up after a recreate rescale: with a 9-min outage at

@@ -350,7 +350,7 @@ impl Plan<'_> {
         thr - self.thr_now - thr * (overhead_s / remaining_s).min(1.0)
     }
 
-    /// Eq. 9's objectives (cost, -gain), or [`over_quota`]'s for a plan over the quota.
+    /// Eq. 9's objectives (cost, -gain), or `over_quota`'s for a plan over the quota.
     pub fn objectives(&self, g: &[u32; 4]) -> nsga2::Objectives {
         let c = self.config(g);
         let excess = c.total().cpu_cores() - self.quota_cores;

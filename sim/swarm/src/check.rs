@@ -3,7 +3,7 @@
 
 use dlsim_engine::SimTime;
 use dlsim_model::job::FailReason;
-use dlsim_model::policy::JobPhase;
+use dlsim_model::policy::{JobPhase, PodEventKind};
 use dlsim_model::run::RunOutput;
 use dlsim_model::{Resources, Scenario};
 use serde_json::Value;
@@ -152,24 +152,39 @@ pub fn batch(scenario: &Scenario, out: &RunOutput) -> Result<(), String> {
         // Without a horizon a job ends, save one that never trained when nothing fails a
         // job for waiting (no pending timeout): pods are placed one by one, so jobs whose
         // placed pods each hold part of the cluster can wait for each other for ever
-        // (swarm seed 13056596; ARCHITECTURE.md, "not gang-scheduled"). A job may have
-        // started and still never trained: its pods all up for an instant, one of them
-        // OOM-killed at once, and the relaunch waiting for room (swarm seed 31020200).
+        // (swarm seed 13056596; ARCHITECTURE.md, "not gang-scheduled"). So does a job that
+        // trained and then waits for a pod it lost or a migration asked for (swarm seeds
+        // 53008436, 53009902), or that started and never trained: its pods all up for an
+        // instant, one of them OOM-killed at once, the relaunch waiting for room (swarm seed
+        // 31020200; its pending event may be older than the events a job keeps).
         let may_wait = scenario.file.recovery.pending_timeout_s <= 0.0;
         for job in w.jobs.iter() {
             if job.fail_reason() == Some(FailReason::Unfinished) {
                 let never_trained = job.start().is_none() || job.usage().cpu_used_core_s == 0.0;
-                ensure(may_wait && never_trained, || {
+                ensure(may_wait && (never_trained || waits_for_a_pod(job)), || {
                     format!(
                         "job {} left unfinished without a horizon{}",
                         job.spec().id,
-                        if may_wait { " after it trained" } else { "" }
+                        if may_wait {
+                            " after it trained, with no pod waiting for a node"
+                        } else {
+                            ""
+                        }
                     )
                 })?;
             }
         }
     }
     Ok(())
+}
+
+/// Whether one of the job's pods, at its latest event the job keeps, was waiting for a node.
+fn waits_for_a_pod(job: &dlsim_model::job::Job) -> bool {
+    let mut last = std::collections::BTreeMap::new();
+    for e in job.pod_events() {
+        last.insert(e.pod, e.kind);
+    }
+    last.values().any(|&k| k == PodEventKind::Pending)
 }
 
 /// An online run: a finite summary, no more trained than arrived, a timeline row per

@@ -254,16 +254,18 @@ pub fn non_finite(v: &Value, at: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A job whose one PS asks for less memory than a PS process holds starts (its pods
-    /// all up), loses the PS to an OOM kill at once, and its relaunch with twice the
-    /// memory does not fit beside its own worker on the only node: without a pending
-    /// timeout it waits for ever, having never trained. The check accepts it, as it
-    /// accepts a job that never started (before swarm seed 31020200 it did not).
-    #[test]
-    fn a_job_that_never_trained_may_wait_for_ever() {
-        let dir = std::env::temp_dir().join(format!("dlsim-swarm-check-{}", std::process::id()));
+    /// Runs one static job on one 16-core, 6 GB node: a 3.5 GB worker and a PS asking for
+    /// `ps_mem_mb`, whose embeddings grow `emb_mb_per_msample`; an OOM relaunch asks for
+    /// twice the memory, which does not fit beside the worker. No pending timeout.
+    fn one_job_oom_waits(ps_mem_mb: u64, emb_mb_per_msample: f64) -> (Scenario, RunOutput) {
+        let dir = std::env::temp_dir().join(format!(
+            "dlsim-swarm-check-{}-{ps_mem_mb}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
-        let job = r#"{"id":0,"submit_s":0,"user":"u","model":"wide_deep","batch_size":512,"steps":1000,"dense_mb":20,"emb_dim":16,"emb_mb_initial":10,"emb_mb_per_msample":0,"workers":1,"ps":1,"worker_cpu":4,"worker_mem_mb":3500,"ps_cpu":4,"ps_mem_mb":1536,"worker_gpu":0,"priority":0}"#;
+        let job = format!(
+            r#"{{"id":0,"submit_s":0,"user":"u","model":"wide_deep","batch_size":512,"steps":100000,"dense_mb":20,"emb_dim":16,"emb_mb_initial":10,"emb_mb_per_msample":{emb_mb_per_msample},"workers":1,"ps":1,"worker_cpu":4,"worker_mem_mb":3500,"ps_cpu":4,"ps_mem_mb":{ps_mem_mb},"worker_gpu":0,"priority":0}}"#
+        );
         std::fs::write(
             dir.join("trace.jsonl"),
             format!("{{\"format\":\"dlsim-trace\",\"version\":1}}\n{job}\n"),
@@ -276,12 +278,32 @@ mod tests {
         let scenario = Scenario::from_text(&dir.join("s.json"), text).unwrap();
         let out = dlsim_model::run(&scenario, dlsim_policies::build("static").unwrap());
         std::fs::remove_dir_all(&dir).ok();
-        let job = out.world.jobs.iter().next().unwrap();
-        assert_eq!(job.fail_reason(), Some(FailReason::Unfinished));
-        assert!(
-            job.start().is_some() && job.oom_kills() == 1,
-            "it started, then lost its PS"
-        );
-        assert_eq!(batch(&scenario, &out), Ok(()));
+        (scenario, out)
+    }
+
+    /// Without a pending timeout a job may wait for ever for room, and the check accepts
+    /// it whether it never trained or trained first (before swarm seeds 31020200 and
+    /// 53008436 it accepted only a job that never started). A PS asking for less than a
+    /// PS process holds (1.5 GB of 2 GB) is OOM-killed as the job starts, before any
+    /// training; one asking for 2.4 GB is killed once its embeddings have grown, after
+    /// some. Either way its relaunch waits beside the worker until the run ends.
+    #[test]
+    fn a_job_waiting_for_room_may_wait_for_ever() {
+        for (ps_mem_mb, emb_growth, trained) in [(1_536, 0.0, false), (2_400, 100.0, true)] {
+            let (scenario, out) = one_job_oom_waits(ps_mem_mb, emb_growth);
+            let job = out.world.jobs.iter().next().unwrap();
+            assert_eq!(job.fail_reason(), Some(FailReason::Unfinished));
+            assert!(
+                job.start().is_some() && job.oom_kills() == 1,
+                "it started, then lost its PS"
+            );
+            assert_eq!(
+                job.usage().cpu_used_core_s > 0.0,
+                trained,
+                "PS {ps_mem_mb} MB"
+            );
+            assert!(waits_for_a_pod(job), "its relaunched PS waits for a node");
+            assert_eq!(batch(&scenario, &out), Ok(()));
+        }
     }
 }

@@ -551,7 +551,8 @@ impl Job {
         }
     }
 
-    /// Allocated resources of the job's running pods, by role: `[worker, ps]`. Integer
+    /// Allocated resources of the job's running pods (and starting ones, with
+    /// `observation.count_starting_pods`), by role: `[worker, ps]`. Integer
     /// resources, so their sum is the job's total exactly.
     ///
     /// Utilisation is the profiler's: a pod's use over its request while it runs (DLRover-RM

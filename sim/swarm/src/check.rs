@@ -160,7 +160,7 @@ pub fn batch(scenario: &Scenario, out: &RunOutput) -> Result<(), String> {
         let may_wait = scenario.file.recovery.pending_timeout_s <= 0.0;
         for job in w.jobs.iter() {
             if job.fail_reason() == Some(FailReason::Unfinished) {
-                let never_trained = job.start().is_none() || job.usage().cpu_used_core_s == 0.0;
+                let never_trained = job.usage().cpu_used_core_s == 0.0;
                 ensure(may_wait && (never_trained || waits_for_a_pod(job)), || {
                     format!(
                         "job {} left unfinished without a horizon{}",

@@ -436,6 +436,13 @@ fn round_mb(mb: f64) -> u64 {
 mod tests {
     use super::*;
 
+    /// `cfg` is refused, naming `field`, with a message that says `why`.
+    fn assert_refused(cfg: GeneratorConfig, field: &str, why: &str) {
+        let (f, msg) = cfg.validate().unwrap_err();
+        assert_eq!(f, field);
+        assert!(msg.contains(why), "{msg}");
+    }
+
     /// The pod-size mixes are knobs: a bad one names its field, and a different one changes
     /// the sizes drawn (and only them: counts, models and arrivals stay where they were).
     #[test]
@@ -450,9 +457,7 @@ mod tests {
                 ps_cpu_mix: mix,
                 ..GeneratorConfig::default()
             };
-            let (field, msg) = cfg.validate().unwrap_err();
-            assert_eq!(field, "generate.ps_cpu_mix");
-            assert!(msg.contains(why), "{msg}");
+            assert_refused(cfg, "generate.ps_cpu_mix", why);
         }
         let base = GeneratorConfig {
             days: 0.2,
@@ -488,9 +493,7 @@ mod tests {
                 model_mix: mix,
                 ..GeneratorConfig::default()
             };
-            let (field, msg) = cfg.validate().unwrap_err();
-            assert_eq!(field, "generate.model_mix");
-            assert!(msg.contains(why), "{msg}");
+            assert_refused(cfg, "generate.model_mix", why);
         }
         let base = GeneratorConfig {
             days: 0.2,

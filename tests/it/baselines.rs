@@ -67,9 +67,14 @@ fn steps_per_s(spec: &JobSpec, workers: u32, ps: u32) -> f64 {
 
 #[test]
 fn es_settles_at_the_last_size_whose_scaling_efficiency_passed() {
-    let spec = wide_deep(4, 1);
-    // A threshold below the paper's 0.3: the built-in W&D's one 8-core PS leaves a new
-    // worker 0.19 of a worker's throughput at 4 -> 8 workers and 0.13 at 8 -> 12.
+    let spec = JobSpec {
+        ps_cpu: 32.0,
+        ..wide_deep(4, 1)
+    };
+    // A threshold below the paper's 0.3: the built-in W&D's one 32-core PS leaves a new
+    // worker 0.36 of a worker's throughput at 4 -> 8 workers, 0.27 at 8 -> 12, 0.22 at
+    // 12 -> 16 and 0.18 at 16 -> 20. (An 8-core PS, as the other tests here have, is
+    // saturated by 4 of these workers: a fifth adds nothing.)
     let (j, rejected) = run(spec.clone(), "es[theta=0.15,spawn=4]");
     assert_eq!(rejected, 0);
     // By hand: 4 -> 8 -> 12 ... while s > 0.15 (and within 200 cores), then back one step.

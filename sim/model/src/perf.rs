@@ -8,7 +8,12 @@
 //! `T_sync = a_sync*(M/p)/(B/w) + b_sync`, `T_emb = a_emb*m*D/(p*pi) + b_emb`,
 //! and throughput = `w*m/T` samples/s. Units: seconds, samples, cores, MB, MB/s, dims.
 //!
-//! Two additions to the paper's form. A PS serves one lookup request on
+//! Three additions to the paper's form. A PS cannot work faster than its cores: one
+//! worker step costs the PSes `u = a_upd + a_emb*m*D` core-seconds (applying the push,
+//! serving the lookup; what the profiler counts as their CPU use), so `w` steps take at
+//! least `w*u/(p*lambda_p)`, and past that the workers' lookups queue at the PS
+//! ([`throughput`], [`job_perf`]; the serial form has no queue and let a PS short of cores
+//! serve as if the rest were free). A PS serves one lookup request on
 //! `pi = min(lambda_p, PS_LOOKUP_THREADS)` threads ([`Physics::lookup_threads`]; the
 //! paper's form is `pi = 1`): TensorFlow runs a request's per-table ops side by side. And a
 //! worker pod's runtime (RPC polling, input pipeline, executor bookkeeping) keeps some cores
@@ -222,6 +227,13 @@ pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
     }
 }
 
+/// Core-seconds of PS work one worker step causes over all PSes: applying its push
+/// (`a_upd`) and serving its lookup (`a_emb m D`), the work `job_perf_detail` counts as the
+/// PSes' CPU use.
+fn ps_step_work(p: &ThroughputParams, x: &PerfInputs) -> f64 {
+    p.a_upd + p.a_emb * x.batch * x.emb_dim
+}
+
 /// Threads a PS spreads one worker's lookup request over (the default of a scenario's
 /// `truth.ps_lookup_threads`): TensorFlow's executor runs the
 /// request's per-table gather ops side by side on the PS's inter-op threads (a Criteo job
@@ -263,8 +275,15 @@ pub const WORKER_RUNTIME_CORES: f64 = 1.5;
 // (PS use 39% before, 38.7% after, paper 13% -> 41.4%).
 
 /// Samples per second of the whole job.
+/// The same as [`job_perf`] of `x.workers` equal workers and `x.ps` equal PSes: the
+/// serial iteration ([`iteration_time`]), or the busiest PS's round where its cores cannot
+/// keep up with `w` steps of PS work.
 pub fn throughput(p: &ThroughputParams, x: &PerfInputs) -> f64 {
-    x.workers * x.batch / iteration_time(p, x).total_s()
+    let mut t = iteration_time(p, x).total_s();
+    if x.ps >= 1.0 {
+        t = t.max(x.workers * ps_step_work(p, x) / (x.ps * x.ps_cores));
+    }
+    x.workers * x.batch / t
 }
 
 /// A running worker as the truth sees it. `cpu` is the cores it actually gets (a straggler
@@ -305,6 +324,9 @@ pub struct JobPerf {
 /// partitioning (`pooled = false`) every worker owns an equal slice and the job finishes
 /// with the slowest, so the job rate is `w * m / max_i T_i`; with dynamic sharding
 /// (`pooled = true`) fast workers take more shards and the rate is `sum_i m / T_i`.
+/// Either rate is at most what the busiest PS's cores serve, `m min_j l_j / (s_j u)` with
+/// `u` the PS work of one step; past it every worker's lookups wait in that PS's queue
+/// (added to `emb_s`, in proportion to each worker's iteration).
 pub fn job_perf(
     p: &ThroughputParams,
     x: &PerfInputs,
@@ -373,16 +395,38 @@ pub fn job_perf_detail(
             emb_s: emb,
         })
         .collect();
+    let rate_of = |iters: &[IterationTime]| -> f64 {
+        if pooled {
+            iters.iter().map(|t| x.batch / t.total_s()).sum()
+        } else {
+            let t_max = iters.iter().map(IterationTime::total_s).fold(0.0, f64::max);
+            w * x.batch / t_max
+        }
+    };
+    let mut iters = iters;
+    // No PS does more work than its cores allow: at most `cores_j / (s_j u)` worker steps a
+    // second, `u` the PS work of one step. Past that, every worker waits for its lookups
+    // in the busiest PS's queue, in proportion.
+    if !ps.is_empty() {
+        let u = ps_step_work(p, x);
+        let cap_steps = ps
+            .iter()
+            .map(|j| j.cores / (j.share * u))
+            .fold(f64::INFINITY, f64::min);
+        let steps = rate_of(&iters) / x.batch;
+        if steps > cap_steps {
+            let k = steps / cap_steps;
+            for t in &mut iters {
+                t.emb_s += t.total_s() * (k - 1.0);
+            }
+        }
+    }
     let slowest = *iters
         .iter()
         .max_by(|a, b| a.total_s().total_cmp(&b.total_s()))
         .expect("non-empty");
     let t_max = slowest.total_s();
-    let rate = if pooled {
-        iters.iter().map(|t| x.batch / t.total_s()).sum()
-    } else {
-        w * x.batch / t_max
-    };
+    let rate = rate_of(&iters);
     let mut detail = PodPerf {
         worker_rate: Vec::with_capacity(workers.len()),
         worker_speed: Vec::with_capacity(workers.len()),
@@ -726,15 +770,54 @@ mod tests {
     #[test]
     fn more_workers_help_until_the_ps_saturates() {
         let p = default_params(ModelKind::WideDeep);
-        let few = throughput(&p, &inputs(4.0, 1.0, 8.0, 4.0));
-        let more = throughput(&p, &inputs(16.0, 1.0, 8.0, 4.0));
+        // One 4-core PS does about 0.53 core-seconds of work a W&D step: 7.6 steps/s at
+        // most, which two workers already ask for.
+        let few = throughput(&p, &inputs(1.0, 1.0, 8.0, 4.0));
+        let more = throughput(&p, &inputs(2.0, 1.0, 8.0, 4.0));
         let lots = throughput(&p, &inputs(200.0, 1.0, 8.0, 4.0));
         assert!(more > few);
-        assert!(lots / more < 200.0 / 16.0 * 0.5, "a single PS caps scaling");
+        assert!(
+            (lots - more).abs() < 1e-9 * more,
+            "a single PS caps scaling"
+        );
         // A saturated PS leaves workers idle: their CPU share falls.
-        let (w_few, _) = busy_fractions(&p, &inputs(4.0, 1.0, 8.0, 4.0));
+        let (w_few, _) = busy_fractions(&p, &inputs(1.0, 1.0, 8.0, 4.0));
         let (w_lots, ps_lots) = busy_fractions(&p, &inputs(200.0, 1.0, 8.0, 4.0));
         assert!(w_lots < w_few);
         assert!(ps_lots > 0.8);
+    }
+
+    /// Work conservation at the PS: a PS cannot serve more lookups and pushes a second
+    /// than its cores do. Many workers on one small PS reach its round, `w u / cores`
+    /// (`u` the PS work a step), where the serial iteration would have it do more; the
+    /// homogeneous `throughput` and the per-pod `job_perf` agree there, and the PS is
+    /// then seen using exactly its cores. (Until 2026-11-28 a PS's use was capped at its
+    /// cores while the job ran at the serial rate, as if the rest were free.)
+    #[test]
+    fn a_ps_serves_no_more_than_its_cores() {
+        let p = default_params(ModelKind::WideDeep);
+        let x = inputs(48.0, 1.0, 3.0, 2.0);
+        let u = p.a_upd + p.a_emb * 512.0 * 16.0;
+        let serial = 48.0 * 512.0 / iteration_time(&p, &x).total_s();
+        let bound = 2.0 / u * 512.0;
+        assert!(serial > bound, "the case must be past the PS's cores");
+        assert!((throughput(&p, &x) - bound).abs() < 1e-9 * bound);
+        for pooled in [false, true] {
+            let (jp, d) = job_perf_detail(&p, &x, &cpu_workers(48, 3.0), &even_ps(1, 2.0), pooled);
+            assert!(
+                (jp.rate - bound).abs() < 1e-9 * bound,
+                "{pooled}: {}",
+                jp.rate
+            );
+            assert!((d.ps_cpu_used[0] - 2.0).abs() < 1e-9);
+            // The wait is the workers' lookups queueing at the PS.
+            assert!(jp.slowest.emb_s > iteration_time(&p, &x).emb_s);
+        }
+        // Below the bound nothing changes: the serial iteration.
+        let light = inputs(2.0, 1.0, 3.0, 16.0);
+        assert_eq!(
+            throughput(&p, &light),
+            2.0 * 512.0 / iteration_time(&p, &light).total_s()
+        );
     }
 }

@@ -58,6 +58,13 @@
 //!      `k_grad a_grad m / (w lambda_w^2) = k_ps a_upd' w / (p^2 lambda_p^2)`.
 //!      If the fit has `a_grad = 0` or `a_upd = 0` this condition is degenerate and one common
 //!      factor is used (`k_grad = k_ps`).
+//!    - *capacity*: the anchor's PSes cannot work faster than their cores (the truth bounds
+//!      the iteration by the busiest PS's round, `super::throughput`). Where the well-tuned
+//!      split would have them do more at the published throughput, they are saturated there
+//!      instead: `k_ps` is what their cores do at that rate and the worker's factor fills the
+//!      serial iteration to the published one, the point where the PS round and the serial
+//!      iteration meet. The shipped calibration's anchors are well inside (W&D's PSes at 62%
+//!      of their cores); a rough fit (`dlsim calibrate --quick`) can put W&D's past them.
 //!
 //!    The first anchor the file covers (W&D) has three factors for two equations and takes
 //!    `k_grad = k_rt` (one worker factor, as before 2026-11-28); every further anchored kind
@@ -251,9 +258,35 @@ pub fn anchor_factors(
         ));
     }
     let ps = rest / per_ps;
+    // The PSes cannot work faster than their cores (`super::throughput`): if the split would
+    // have them do more than that at the published throughput, they are saturated there,
+    // the PS factor is what their cores do at that rate, and the worker's factor fills the
+    // serial iteration to the published one (where the PS round and the serial iteration
+    // meet: in a truth bounded by both, a well-tuned configuration sits at that meeting).
+    let step_work = u.a_upd + u.a_emb * x.batch * x.emb_dim;
+    let capacity = a.ps * a.ps_cores;
+    if a.steps_per_s * ps * step_work <= capacity {
+        return Ok(Factors {
+            grad: ratio * ps,
+            runtime: runtime.unwrap_or(ratio * ps),
+            ps,
+        });
+    }
+    let ps = capacity / (a.steps_per_s * step_work);
+    let worker = match runtime {
+        None => (target_s - s - ps * p) / (g + intercepts),
+        Some(k) => (target_s - s - k * intercepts - ps * p) / g,
+    };
+    if !(worker > 0.0 && worker.is_finite()) {
+        return Err(format!(
+            "its PSes ({} x {} cores) saturated at the published {} steps/s leave the worker \
+             no time in the iteration ({target_s:.4} s)",
+            a.ps, a.ps_cores, a.steps_per_s
+        ));
+    }
     Ok(Factors {
-        grad: ratio * ps,
-        runtime: runtime.unwrap_or(ratio * ps),
+        grad: worker,
+        runtime: runtime.unwrap_or(worker),
         ps,
     })
 }
@@ -523,6 +556,45 @@ mod tests {
         );
         assert!((u.a_upd / k.params.a_upd - 512.0 * 17.0 / (256.0 * 9.0)).abs() < 1e-12);
         assert_eq!((u.a_grad, u.b_upd, u.a_emb), (6e-6, 1e-4, 2e-7));
+    }
+
+    /// A fit whose well-tuned split would have the anchor's PSes do more than their cores
+    /// at the published throughput (a heavy lookup against a light gradient) is anchored
+    /// with the PSes saturated: the anchor still reaches its throughput, its PSes then work
+    /// exactly their cores, and the serial iteration meets the PS round there.
+    #[test]
+    fn an_anchor_past_its_ps_cores_is_anchored_saturated() {
+        let heavy_lookup = KernelKind {
+            params: ThroughputParams {
+                a_emb: 2e-5,
+                ..kernel(6e-6, 5e-4).params
+            },
+            ..kernel(6e-6, 5e-4)
+        };
+        let a = &ANCHORS[0];
+        let u = to_reference_units(&heavy_lookup, 25_000.0);
+        let x = a.inputs(Physics::default());
+        // The well-tuned split alone would overload the PSes.
+        let ratio = (u.a_upd * x.workers / (x.ps * x.ps_cores).powi(2))
+            / (u.a_grad * x.batch / (x.workers * x.worker_cores.powi(2)));
+        let t = iteration_time(&u, &x);
+        let (g, pt) = (t.grad_s - u.b_grad, t.upd_s + t.emb_s - u.b_emb - u.b_upd);
+        let intercepts = u.b_grad + u.b_emb + u.b_upd;
+        let k_ps_tuned = (a.workers / a.steps_per_s - t.sync_s) / (ratio * (g + intercepts) + pt);
+        let step_work = u.a_upd + u.a_emb * x.batch * x.emb_dim;
+        assert!(a.steps_per_s * k_ps_tuned * step_work > a.ps * a.ps_cores);
+
+        let f = anchor_factors(&u, a, None, Physics::default()).unwrap();
+        let p = with_factors(&u, f);
+        let steps = throughput(&p, &x) / REFERENCE_BATCH;
+        assert!((steps - a.steps_per_s).abs() < 1e-9 * steps, "{steps}");
+        let serial = a.workers / iteration_time(&p, &x).total_s();
+        assert!((serial - a.steps_per_s).abs() < 1e-9 * serial, "{serial}");
+        let ps_busy = a.steps_per_s * f.ps * step_work;
+        assert!(
+            (ps_busy - a.ps * a.ps_cores).abs() < 1e-9 * ps_busy,
+            "{ps_busy}"
+        );
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //! busy whatever the step does ([`WORKER_RUNTIME_CORES`]). It takes them from the pod's
 //! quota, so `lambda_w` above is the cores left to the training
 //! ([`Physics::runtime_cores`]), and the profiler counts them as used. This is the per-pod
-//! cost of scaling out: a 1-core worker trains on 0.4 of a core. Both constants are a
+//! cost of scaling out: a 1-core worker trains on 0.4 of a core (and its one-thread per-step
+//! intercepts take 1/0.4 as long, `Physics::serial_stretch`). Both constants are a
 //! scenario's to change ([`Physics`]). (The policies' own model, `dlsim_fit`, keeps the
 //! paper's form: a policy that models the system imperfectly is realistic.)
 //! `iteration_time` sees a GPU worker's cores summed with its GPUs' core equivalents and
@@ -177,6 +178,21 @@ impl Physics {
     fn worker_compute_cores(&self, cpu: f64, cores: f64) -> f64 {
         cores - self.runtime_cores(cpu)
     }
+
+    /// How much longer a worker's per-step intercepts (`b_grad`, `b_emb`, `b_upd`: one
+    /// thread each) take on a pod of `cpu` cores than on one core: 1 while the runtime
+    /// leaves the training a core or more, `1 / c` when it leaves `c < 1` (a worker of
+    /// under 2 cores at the default runtime, or one cut by a fault). The work is the same
+    /// (the profiler sees the same core-seconds); a thread cannot do it faster than the
+    /// cores it has.
+    fn serial_stretch(&self, cpu: f64) -> f64 {
+        let training = cpu - self.runtime_cores(cpu);
+        if training >= 1.0 {
+            1.0
+        } else {
+            1.0 / training.max(f64::MIN_POSITIVE)
+        }
+    }
 }
 
 /// The four parts of one iteration, in seconds.
@@ -208,22 +224,23 @@ pub fn iteration_time(p: &ThroughputParams, x: &PerfInputs) -> IterationTime {
             grad_s: p.a_grad * x.batch
                 / x.physics
                     .worker_compute_cores(x.worker_cores, x.worker_cores)
-                + p.b_grad,
+                + p.b_grad * x.physics.serial_stretch(x.worker_cores),
             upd_s: 0.0,
             sync_s: p.a_sync * 2.0 * x.dense_mb * (w - 1.0) / w / x.bandwidth_mb_s + p.b_sync,
             emb_s: 0.0,
         };
     }
     assert!(x.ps_cores > 0.0, "bad perf inputs {x:?}");
+    let stretch = x.physics.serial_stretch(x.worker_cores);
     IterationTime {
         grad_s: p.a_grad * x.batch
             / x.physics
                 .worker_compute_cores(x.worker_cores, x.worker_cores)
-            + p.b_grad,
-        upd_s: p.a_upd * x.workers / (x.ps * x.ps_cores) + p.b_upd,
+            + p.b_grad * stretch,
+        upd_s: p.a_upd * x.workers / (x.ps * x.ps_cores) + p.b_upd * stretch,
         sync_s: p.a_sync * (x.dense_mb / x.ps) / (x.bandwidth_mb_s / x.workers) + p.b_sync,
         emb_s: p.a_emb * x.batch * x.emb_dim / (x.ps * x.physics.lookup_threads(x.ps_cores))
-            + p.b_emb,
+            + p.b_emb * stretch,
     }
 }
 
@@ -388,11 +405,22 @@ pub fn job_perf_detail(
     };
     let iters: Vec<IterationTime> = workers
         .iter()
-        .map(|c| IterationTime {
-            grad_s: p.a_grad * x.batch / x.physics.worker_compute_cores(c.cpu, c.cores) + p.b_grad,
-            upd_s: upd,
-            sync_s: sync,
-            emb_s: emb,
+        .map(|c| {
+            // The worker-side intercepts in `upd` and `emb` (`b_upd`, `b_emb`; none without
+            // PS) take as long as this worker's cores let them.
+            let extra = x.physics.serial_stretch(c.cpu) - 1.0;
+            let (b_upd, b_emb) = if ps.is_empty() {
+                (0.0, 0.0)
+            } else {
+                (p.b_upd * extra, p.b_emb * extra)
+            };
+            IterationTime {
+                grad_s: p.a_grad * x.batch / x.physics.worker_compute_cores(c.cpu, c.cores)
+                    + p.b_grad * (1.0 + extra),
+                upd_s: upd + b_upd,
+                sync_s: sync,
+                emb_s: emb + b_emb,
+            }
         })
         .collect();
     let rate_of = |iters: &[IterationTime]| -> f64 {
@@ -819,5 +847,43 @@ mod tests {
             throughput(&p, &light),
             2.0 * 512.0 / iteration_time(&p, &light).total_s()
         );
+    }
+
+    /// A worker's per-step intercepts run on one thread, so a pod that leaves its training
+    /// less than a core (1 core under the default runtime: 0.4 of a core) takes `1 / c` as
+    /// long over them; a pod with a core or more is unchanged. The work, and so the CPU the
+    /// profiler sees, is the same: a slowed worker no longer does a core's serial work on
+    /// a fraction of one.
+    #[test]
+    fn a_sub_core_worker_stretches_its_serial_intercepts() {
+        let p = default_params(ModelKind::WideDeep);
+        let phys = Physics::default();
+        let train = |cpu: f64| cpu - phys.runtime_cores(cpu);
+        let t1 = iteration_time(&p, &inputs(1.0, 1.0, 1.0, 16.0));
+        let c = train(1.0);
+        assert!(c < 1.0);
+        assert!((t1.grad_s - (p.a_grad * 512.0 / c + p.b_grad / c)).abs() < 1e-12);
+        let t3 = iteration_time(&p, &inputs(1.0, 1.0, 3.0, 16.0));
+        assert!(train(3.0) >= 1.0);
+        assert!((t3.grad_s - (p.a_grad * 512.0 / train(3.0) + p.b_grad)).abs() < 1e-12);
+        assert!((t1.emb_s - t3.emb_s - p.b_emb * (1.0 / c - 1.0)).abs() < 1e-12);
+        assert!((t1.upd_s - t3.upd_s - p.b_upd * (1.0 / c - 1.0)).abs() < 1e-12);
+        // The same stretch for one cut pod among healthy ones; its CPU use stays within
+        // its cores and counts the same work.
+        let x = inputs(4.0, 1.0, 3.0, 16.0);
+        let mut workers = cpu_workers(4, 3.0);
+        workers[0].cpu = 0.75;
+        workers[0].cores = 0.75;
+        let (_, d) = job_perf_detail(&p, &x, &workers, &even_ps(1, 16.0), true);
+        let c = train(0.75);
+        let period = 512.0 / d.worker_speed[0];
+        let work = p.a_grad * 512.0 + p.b_grad + p.b_emb + p.b_upd;
+        let used = work / period + phys.runtime_cores(0.75);
+        assert!((d.worker_cpu_used[0] - used).abs() < 1e-9, "{d:?}");
+        assert!(d.worker_cpu_used[0] <= 0.75);
+        let healthy_period = 512.0 / d.worker_speed[1];
+        let stretch = (p.b_grad + p.b_emb + p.b_upd) * (1.0 / c - 1.0);
+        let gradient = p.a_grad * 512.0 * (1.0 / c - 1.0 / train(3.0));
+        assert!((period - healthy_period - stretch - gradient).abs() < 1e-9);
     }
 }

@@ -1,7 +1,8 @@
 //! `dlsim reproduce`: runs the paper experiments of `scenarios/paper/<paper>/paper.json`
 //! (seeds paired across arms, in parallel, with a progress bar) and writes `reproduce.md`,
 //! `reproduce.html` and `reproduce.json` into `--out`, all at once (a temporary folder
-//! renamed into place). `--check FILE` compares the run with a committed reproduction: it
+//! renamed into place); `--keep-runs` adds each simulated run's own outputs under
+//! `runs/PAPER/EXPERIMENT/ARM/seed-N/`. `--check FILE` compares the run with a committed reproduction: it
 //! prints what moved (the counts within ±25% and agreeing before and after, and each row
 //! that crossed the band or changed direction) and exits 1 when a row's direction flips or
 //! its value leaves its band (see `dlsim_reproduce::render`). `--set` changes one of the
@@ -48,6 +49,11 @@ pub struct ReproduceArgs {
     /// out of its band.
     #[arg(long)]
     pub check: Option<PathBuf>,
+    /// Also write every simulated run's own outputs (summary.json, jobs.csv, timeline.csv,
+    /// and observations.csv or online.csv where the run has them), as `dlsim replay` would,
+    /// under OUT/runs/PAPER/EXPERIMENT/ARM/seed-N/: what a row's number was computed from.
+    #[arg(long)]
+    pub keep_runs: bool,
     /// Print nothing but errors and the headline.
     #[arg(long, short)]
     pub quiet: bool,
@@ -68,6 +74,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         rows: args.row.iter().cloned().collect(),
         overrides,
+        keep_runs: args.keep_runs,
     };
     let manifests = dlsim_reproduce::load(&opts).map_err(BadInput)?;
     if !opts.rows.is_empty() {
@@ -196,6 +203,8 @@ fn write_outputs(out: &Path, r: &Report) -> anyhow::Result<()> {
     for f in &r.figures {
         expected.extend(["png", "svg", "pdf"].map(|ext| format!("{}.{ext}", f.name)));
     }
+    // Always named, so a folder an earlier `--keep-runs` filled is replaced whole.
+    expected.push("runs".into());
     let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
     let staged =
         dlsim_fsio::stage_dir(out, &expected).map_err(|e| BadInput(format!("--out: {e}")))?;
@@ -213,6 +222,13 @@ fn fill(dir: &Path, r: &Report) -> anyhow::Result<()> {
     write_atomic(&dir.join("reproduce.json"), json.as_bytes())?;
     write_atomic(&dir.join("reproduce.md"), render::markdown(r).as_bytes())?;
     write_atomic(&dir.join("reproduce.html"), render::html(r).as_bytes())?;
+    for run in &r.runs {
+        let folder = dir.join("runs").join(&run.path);
+        std::fs::create_dir_all(&folder)?;
+        for (name, text) in &run.files {
+            write_atomic(&folder.join(name), text.as_bytes())?;
+        }
+    }
     for f in &r.figures {
         let chart = dlsim_plot::Chart {
             title: f.title.clone(),

@@ -69,6 +69,7 @@ pub fn run(args: &SensitivityArgs) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         rows: Default::default(),
         overrides: vec![],
+        keep_runs: false,
     };
     let bar =
         crate::reproduce::progress_bar(args.quiet, "{pos}/{len} reproductions, eta {eta} {msg}");

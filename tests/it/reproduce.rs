@@ -35,6 +35,7 @@ fn every_paper_manifest_and_scenario_loads() {
         quick: false,
         rows: Default::default(),
         overrides: vec![],
+        keep_runs: false,
     };
     let papers = dlsim_reproduce::load(&opts).expect("manifests load");
     dlsim_reproduce::validate(&papers, &opts).expect("every scenario and arm loads");
@@ -100,6 +101,62 @@ fn a_row_reproduces_from_its_command_on_any_thread_count() {
         );
     }
     assert_eq!(reports[0], reports[1], "identical on 1 and 2 threads");
+}
+
+/// `--keep-runs` writes every simulated run a reproduction made, as `dlsim replay` would,
+/// and a row's number is computed from exactly those runs: DLRover-RM Fig. 12's change in
+/// JCT against the job left alone, recomputed here from the kept `jobs.csv` of each arm
+/// and seed. Without the flag no `runs/` folder is written.
+#[test]
+fn kept_runs_are_what_a_row_was_computed_from() {
+    let out = scratch("reproduce-keep-runs").join("r");
+    let run = |keep: bool| {
+        let mut args = vec![
+            "reproduce",
+            "--paper",
+            "dlrover-rm",
+            "--row",
+            "rm-fig12-vs-none",
+            "--quick",
+            "--quiet",
+            "--out",
+            path_str(&out),
+        ];
+        if keep {
+            args.push("--keep-runs");
+        }
+        let o = dlsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run(true);
+    let r = read_report(&out);
+    let row = r.rows.iter().find(|x| x.id == "rm-fig12-vs-none").unwrap();
+    let jct = |arm: &str, seed: u32| -> f64 {
+        let dir = out.join(format!("runs/dlrover-rm/fig12-hot-ps/{arm}/seed-{seed}"));
+        for f in ["summary.json", "timeline.csv"] {
+            assert!(dir.join(f).is_file(), "{}", dir.join(f).display());
+        }
+        let jobs = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+        let mut lines = jobs.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = head.iter().position(|c| *c == "jct_s").unwrap();
+        let cells: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert!(lines.next().is_none(), "one job");
+        cells[col].parse().unwrap()
+    };
+    assert_eq!(row.seeds, 2, "the quick run's seeds");
+    let changes: Vec<f64> = (1..=2)
+        .map(|seed| (jct("dlrover", seed) / jct("none", seed) - 1.0) * 100.0)
+        .collect();
+    let mean = changes.iter().sum::<f64>() / 2.0;
+    let ours = row.ours.unwrap();
+    assert!((ours - mean).abs() < 1e-6 * mean.abs(), "{ours} vs {mean}");
+    // The third arm's runs are kept too.
+    assert!(jct("restart", 1) > 0.0);
+    // Rerun without the flag into the same folder: replaced whole, no runs left behind.
+    run(false);
+    assert!(!out.join("runs").exists());
+    assert!(out.join("reproduce.json").is_file());
 }
 
 #[test]
@@ -476,6 +533,7 @@ fn the_committed_choices_plan_and_match_the_committed_sensitivity_report() {
             quick,
             rows: Default::default(),
             overrides: vec![],
+            keep_runs: false,
         };
         let base = dlsim_reproduce::load(&opts).expect("manifests load");
         let plans = sensitivity::plan(&opts, &base, &file.choices).expect("every variant plans");

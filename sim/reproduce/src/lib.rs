@@ -40,6 +40,8 @@ pub struct Options {
     pub rows: BTreeSet<String>,
     /// `--set` overrides ([`set`]), applied on load.
     pub overrides: Vec<set::Override>,
+    /// Keep each simulated run's own outputs in [`Report::runs`] (`--keep-runs`).
+    pub keep_runs: bool,
 }
 
 /// Whether dlsim moves the same way as the paper.
@@ -118,6 +120,22 @@ pub struct Report {
     /// covered every experiment of its papers. `--check` looks for lost rows only there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub experiments: Vec<String>,
+    /// With [`Options::keep_runs`]: every simulated run's outputs, in task order (paper,
+    /// experiment, arm, seed). Not part of `reproduce.json`: `dlsim reproduce --keep-runs`
+    /// writes them as folders beside it.
+    #[serde(skip)]
+    pub runs: Vec<KeptRun>,
+}
+
+/// One simulated run of a reproduction, as `dlsim replay` would have written it.
+#[derive(Clone, Debug)]
+pub struct KeptRun {
+    /// `paper/experiment/arm/seed-N`: where `--keep-runs` writes it under `runs/`.
+    pub path: String,
+    /// The run's output files (name, contents): `summary.json`, `jobs.csv`,
+    /// `timeline.csv`, and where the run has them `observations.csv` (an experiment that
+    /// traced its profiler) and `online.csv` (online jobs).
+    pub files: Vec<(String, String)>,
 }
 
 impl Report {
@@ -247,7 +265,7 @@ fn scenario_text(p: &Paper, exp: usize, quick: bool, seed: u64) -> Result<String
 }
 
 /// Makes one run. Errors are input errors found late (validated above, so none expected).
-fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> {
+fn run_task(papers: &[Paper], t: &Task, quick: bool, keep: bool) -> Result<RunData, String> {
     let p = &papers[t.paper];
     let e = &p.file.experiments[t.exp];
     match prepare(p, t.exp, &e.arms[&t.arm], quick, t.seed)? {
@@ -270,10 +288,28 @@ fn run_task(papers: &[Paper], t: &Task, quick: bool) -> Result<RunData, String> 
         Some(Prepared(mut sc, policy)) => {
             sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
             let out = dlsim_model::run(&sc, policy);
+            let kept = keep.then(|| {
+                let mut files = vec![
+                    ("summary.json".to_string(), out.summary_json.clone()),
+                    ("jobs.csv".to_string(), out.jobs_csv.clone()),
+                    ("timeline.csv".to_string(), out.timeline_csv.clone()),
+                ];
+                if let Some(obs) = &out.observations_csv {
+                    files.push(("observations.csv".to_string(), obs.clone()));
+                }
+                if let Some(online) = &out.online_csv {
+                    files.push(("online.csv".to_string(), online.clone()));
+                }
+                KeptRun {
+                    path: format!("{}/{}/{}/seed-{}", p.file.paper, e.id, t.arm, t.seed),
+                    files,
+                }
+            });
             Ok(RunData {
                 summary: serde_json::to_value(&out.summary).expect("summary serialises"),
                 jobs: Some(metric::JobsTable::parse(&out.jobs_csv)),
                 observations: out.observations_csv,
+                kept,
                 ..RunData::default()
             })
         }
@@ -412,7 +448,7 @@ pub fn run(
     let results: Vec<Result<RunData, String>> = tasks
         .par_iter()
         .map(|t| {
-            let r = run_task(papers, t, opts.quick);
+            let r = run_task(papers, t, opts.quick, opts.keep_runs);
             progress(
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
                 total,
@@ -421,8 +457,11 @@ pub fn run(
         })
         .collect();
     let mut by_key = std::collections::BTreeMap::new();
+    let mut runs = Vec::new();
     for (t, r) in tasks.iter().zip(results) {
-        by_key.insert((t.paper, t.exp, t.arm.clone(), t.seed), r?);
+        let mut r = r?;
+        runs.extend(r.kept.take());
+        by_key.insert((t.paper, t.exp, t.arm.clone(), t.seed), r);
     }
     let mut rows = Vec::new();
     let mut unexpressed = Vec::new();
@@ -548,6 +587,7 @@ pub fn run(
         figures,
         overrides: opts.overrides.iter().map(|o| o.text.clone()).collect(),
         experiments,
+        runs,
     })
 }
 

@@ -382,6 +382,8 @@ pub struct RunData {
     pub observations: Option<String>,
     /// PICASSO: hit ratio by cache size in MB (as text, for exact keys).
     pub hit_ratios: BTreeMap<String, f64>,
+    /// The run's own outputs, with `--keep-runs` (taken out before the rows are read).
+    pub kept: Option<crate::KeptRun>,
 }
 
 impl RunData {

@@ -443,6 +443,7 @@ mod tests {
             figures: vec![],
             overrides: vec![],
             experiments: vec![],
+            runs: vec![],
         }
     }
 

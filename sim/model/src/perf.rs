@@ -291,10 +291,9 @@ pub const WORKER_RUNTIME_CORES: f64 = 1.5;
 // `rm-prod-starved-share` (11% of jobs, paper 6%) and `rm-prod-ps-cpu-after` flips
 // (PS use 39% before, 38.7% after, paper 13% -> 41.4%).
 
-/// Samples per second of the whole job.
-/// The same as [`job_perf`] of `x.workers` equal workers and `x.ps` equal PSes: the
-/// serial iteration ([`iteration_time`]), or the busiest PS's round where its cores cannot
-/// keep up with `w` steps of PS work.
+/// Samples per second of the whole job: [`job_perf`]'s rate for `x.workers` equal workers
+/// and `x.ps` equal PSes, the serial iteration ([`iteration_time`]) or the busiest PS's
+/// round where its cores cannot keep up with `w` steps of PS work.
 pub fn throughput(p: &ThroughputParams, x: &PerfInputs) -> f64 {
     let mut t = iteration_time(p, x).total_s();
     if x.ps >= 1.0 {
@@ -403,7 +402,7 @@ pub fn job_perf_detail(
             p.a_emb * x.batch * x.emb_dim * max_serve + p.b_emb,
         )
     };
-    let iters: Vec<IterationTime> = workers
+    let mut iters: Vec<IterationTime> = workers
         .iter()
         .map(|c| {
             // The worker-side intercepts in `upd` and `emb` (`b_upd`, `b_emb`; none without
@@ -431,7 +430,7 @@ pub fn job_perf_detail(
             w * x.batch / t_max
         }
     };
-    let mut iters = iters;
+    let mut rate = rate_of(&iters);
     // No PS does more work than its cores allow: at most `cores_j / (s_j u)` worker steps a
     // second, `u` the PS work of one step. Past that, every worker waits for its lookups
     // in the busiest PS's queue, in proportion.
@@ -441,12 +440,13 @@ pub fn job_perf_detail(
             .iter()
             .map(|j| j.cores / (j.share * u))
             .fold(f64::INFINITY, f64::min);
-        let steps = rate_of(&iters) / x.batch;
+        let steps = rate / x.batch;
         if steps > cap_steps {
             let k = steps / cap_steps;
             for t in &mut iters {
                 t.emb_s += t.total_s() * (k - 1.0);
             }
+            rate = rate_of(&iters);
         }
     }
     let slowest = *iters
@@ -454,7 +454,6 @@ pub fn job_perf_detail(
         .max_by(|a, b| a.total_s().total_cmp(&b.total_s()))
         .expect("non-empty");
     let t_max = slowest.total_s();
-    let rate = rate_of(&iters);
     let mut detail = PodPerf {
         worker_rate: Vec::with_capacity(workers.len()),
         worker_speed: Vec::with_capacity(workers.len()),

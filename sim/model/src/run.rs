@@ -107,18 +107,31 @@ pub const RUN_FILES: [&str; 6] = [
 ];
 
 impl RunOutput {
-    /// Writes the three reproducible files into `dir` (created if needed), atomically each.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        use dlsim_fsio::write_atomic;
-        std::fs::create_dir_all(dir)?;
-        write_atomic(&dir.join("summary.json"), self.summary_json.as_bytes())?;
-        write_atomic(&dir.join("jobs.csv"), self.jobs_csv.as_bytes())?;
+    /// The reproducible files of the run, (name, contents), in the order [`write`](Self::write)
+    /// writes them: `summary.json`, `jobs.csv`, `observations.csv` and `online.csv` where the
+    /// run has them, `timeline.csv`.
+    pub fn files(&self) -> Vec<(&'static str, &str)> {
+        let mut files = vec![
+            ("summary.json", self.summary_json.as_str()),
+            ("jobs.csv", self.jobs_csv.as_str()),
+        ];
         if let Some(obs) = &self.observations_csv {
-            write_atomic(&dir.join("observations.csv"), obs.as_bytes())?;
+            files.push(("observations.csv", obs));
         }
         if let Some(online) = &self.online_csv {
-            write_atomic(&dir.join("online.csv"), online.as_bytes())?;
+            files.push(("online.csv", online));
         }
-        write_atomic(&dir.join("timeline.csv"), self.timeline_csv.as_bytes())
+        files.push(("timeline.csv", &self.timeline_csv));
+        files
+    }
+
+    /// Writes the reproducible files ([`files`](Self::files)) into `dir` (created if
+    /// needed), atomically each.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        for (name, text) in self.files() {
+            dlsim_fsio::write_atomic(&dir.join(name), text.as_bytes())?;
+        }
+        Ok(())
     }
 }

@@ -132,9 +132,9 @@ pub struct Report {
 pub struct KeptRun {
     /// `paper/experiment/arm/seed-N`: where `--keep-runs` writes it under `runs/`.
     pub path: String,
-    /// The run's output files (name, contents): `summary.json`, `jobs.csv`,
-    /// `timeline.csv`, and where the run has them `observations.csv` (an experiment that
-    /// traced its profiler) and `online.csv` (online jobs).
+    /// The run's output files (name, contents), those `dlsim_model::RunOutput::files`
+    /// gives: `summary.json`, `jobs.csv`, `timeline.csv`, and where the run has them
+    /// `observations.csv` (an experiment that traced its profiler) and `online.csv`.
     pub files: Vec<(String, String)>,
 }
 
@@ -288,22 +288,13 @@ fn run_task(papers: &[Paper], t: &Task, quick: bool, keep: bool) -> Result<RunDa
         Some(Prepared(mut sc, policy)) => {
             sc.trace_observations = p.metrics[t.exp].iter().any(|m| m.needs_observations());
             let out = dlsim_model::run(&sc, policy);
-            let kept = keep.then(|| {
-                let mut files = vec![
-                    ("summary.json".to_string(), out.summary_json.clone()),
-                    ("jobs.csv".to_string(), out.jobs_csv.clone()),
-                    ("timeline.csv".to_string(), out.timeline_csv.clone()),
-                ];
-                if let Some(obs) = &out.observations_csv {
-                    files.push(("observations.csv".to_string(), obs.clone()));
-                }
-                if let Some(online) = &out.online_csv {
-                    files.push(("online.csv".to_string(), online.clone()));
-                }
-                KeptRun {
-                    path: format!("{}/{}/{}/seed-{}", p.file.paper, e.id, t.arm, t.seed),
-                    files,
-                }
+            let kept = keep.then(|| KeptRun {
+                path: format!("{}/{}/{}/seed-{}", p.file.paper, e.id, t.arm, t.seed),
+                files: out
+                    .files()
+                    .into_iter()
+                    .map(|(name, text)| (name.to_string(), text.to_string()))
+                    .collect(),
             });
             Ok(RunData {
                 summary: serde_json::to_value(&out.summary).expect("summary serialises"),

@@ -263,7 +263,7 @@ pub fn anchor_factors(
     // the PS factor is what their cores do at that rate, and the worker's factor fills the
     // serial iteration to the published one (where the PS round and the serial iteration
     // meet: in a truth bounded by both, a well-tuned configuration sits at that meeting).
-    let step_work = u.a_upd + u.a_emb * x.batch * x.emb_dim;
+    let step_work = super::ps_step_work(u, &x);
     let capacity = a.ps * a.ps_cores;
     if a.steps_per_s * ps * step_work <= capacity {
         return Ok(Factors {

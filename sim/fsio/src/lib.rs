@@ -67,8 +67,10 @@ fn kind_of(m: &std::fs::Metadata) -> &'static str {
     }
     if m.is_dir() {
         "a folder"
+    } else if m.is_file() {
+        "a regular file"
     } else {
-        "not a regular file"
+        "neither a regular file nor a folder"
     }
 }
 
@@ -296,6 +298,20 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// The refusals name what is in the way: a regular file where a folder goes is "a
+    /// regular file" (it was called "not a regular file"), a folder where a file goes "a
+    /// folder".
+    #[test]
+    fn a_refusal_names_what_is_in_the_way() {
+        let dir = scratch("kinds");
+        let file = dir.join("a.txt");
+        std::fs::write(&file, b"x").unwrap();
+        let e = check_folder_target(&file).unwrap_err().to_string();
+        assert!(e.contains("is a regular file, not a folder"), "{e}");
+        let e = write_atomic(&dir, b"x").unwrap_err().to_string();
+        assert!(e.contains("is a folder, not a regular file"), "{e}");
     }
 
     #[test]

@@ -335,6 +335,12 @@ fn calibrate_with_default_flags_leaves_the_checkout_clean_and_its_output_loads()
     let written = checkout.join("reports/runs/calibration/calibration.json");
     let e = stderr(&o);
     assert!(e.contains("wrote reports/runs/calibration/calibration.json"));
+    // A debug build (CI's) says its measurement is not the shipped kernel's.
+    assert_eq!(
+        e.contains("note: a debug build measures this kernel"),
+        cfg!(debug_assertions),
+        "{e}"
+    );
     let dir = scenario_with_truth("calibration-quick", r#"{ "calibration": "quick.json" }"#);
     std::fs::copy(&written, dir.join("quick.json")).unwrap();
     match Scenario::load(&dir.join("scenario.json")) {
@@ -431,6 +437,21 @@ fn bless_checks_the_calibration_before_replacing_the_shipped_one() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("repository root"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    if cfg!(debug_assertions) {
+        // A debug build's measurement is refused before it starts (a release build would
+        // start a full calibration here, so this half runs in debug builds, as CI's are).
+        let o = dlsim_in(&checkout, &["calibrate", "--bless"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("debug build") && stderr(&o).contains("--release"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&shipped).unwrap(),
+            calibration::SHIPPED_JSON
+        );
+    }
 
     let o = dlsim_in(
         &checkout,

@@ -496,6 +496,18 @@ pub fn run_cli(args: &CalibrateArgs, sim: Option<Simulator>) -> anyhow::Result<(
         let msg = format!("--threads must be between 1 and 64, got {threads}");
         return Err(BadArgs(msg).into());
     }
+    // An unoptimised build times unoptimised code: the kernel runs tens of times slower, and
+    // not evenly across its parts (quick runs of both builds on this 2-core machine,
+    // 2026-11-28: the gradient about 45x slower, the dense sync 2.3x, the bandwidth probe's
+    // copy not at all), so a fit from it has a shape the shipped kernel does not. Such a fit
+    // may be tried, never shipped.
+    let debug_build = cfg!(debug_assertions) && args.refit.is_none();
+    if debug_build && args.bless {
+        let msg = "--bless: this is a debug build, whose kernel runs unoptimised code, so its \
+                   measurements are not the kernel's; measure with a release build: \
+                   `cargo run --release -- calibrate --bless`";
+        return Err(BadArgs(msg.into()).into());
+    }
     let out = match (&sim, args.bless) {
         (_, false) => args
             .out
@@ -538,6 +550,13 @@ pub fn run_cli(args: &CalibrateArgs, sim: Option<Simulator>) -> anyhow::Result<(
             eprintln!("{line}");
         }
     };
+    if debug_build {
+        say(
+            "note: a debug build measures this kernel: its code is unoptimised, tens of times \
+             slower and unevenly so across its parts, and the fit's shape is not the shipped \
+             kernel's; `cargo run --release -- calibrate` measures the kernel as shipped",
+        );
+    }
     let cal = match &args.refit {
         Some(path) => {
             let refit = |cal: anyhow::Result<Calibration>| {

@@ -314,8 +314,9 @@ fn scratch_checkout(name: &str) -> std::path::PathBuf {
 /// and it ends with the unit contract's verdict on what it wrote, which a scenario pointing
 /// at the file agrees with. A fresh measurement is noisy (a debug build on a loaded machine
 /// can measure a sync the published xDeepFM iteration cannot hold), so the verdict may be
-/// either; what a calibrate-written file the contract accepts gives is checked on a refit of
-/// the shipped measurements, which is deterministic.
+/// either; what a calibrate-written file gives once the contract accepts it (it loads, and
+/// the anchors hold) is checked on a refit of the shipped measurements, which is
+/// deterministic.
 #[test]
 fn calibrate_with_default_flags_leaves_the_checkout_clean_and_its_output_loads() {
     let checkout = scratch_checkout("calibration-default-flags");

@@ -53,7 +53,8 @@ pub struct CalibrateArgs {
     pub out: Option<PathBuf>,
     /// Replace the shipped calibration (`reports/calibration/default.json`, embedded in the
     /// binary at the next build) with this one, once it passes the simulator's checks; run
-    /// from the repository root. The only way this command writes a tracked file.
+    /// from the repository root, in a release build (a debug build's measurement is refused).
+    /// The only way this command writes a tracked file.
     #[arg(long, conflicts_with_all = ["out", "quick"])]
     pub bless: bool,
     /// Print nothing but errors.

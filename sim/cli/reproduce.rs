@@ -223,11 +223,8 @@ fn fill(dir: &Path, r: &Report) -> anyhow::Result<()> {
     write_atomic(&dir.join("reproduce.md"), render::markdown(r).as_bytes())?;
     write_atomic(&dir.join("reproduce.html"), render::html(r).as_bytes())?;
     for run in &r.runs {
-        let folder = dir.join("runs").join(&run.path);
-        std::fs::create_dir_all(&folder)?;
-        for (name, text) in &run.files {
-            write_atomic(&folder.join(name), text.as_bytes())?;
-        }
+        let files = run.files.iter().map(|(n, t)| (n.as_str(), t.as_str()));
+        dlsim_model::write_files(&dir.join("runs").join(&run.path), files)?;
     }
     for f in &r.figures {
         let chart = dlsim_plot::Chart {

@@ -24,5 +24,5 @@ pub mod world;
 
 pub use cluster::{Cluster, Node, Placement};
 pub use resources::Resources;
-pub use run::{run, run_with_progress, Progress, RunOutput};
+pub use run::{run, run_with_progress, write_files, Progress, RunOutput};
 pub use scenario::Scenario;

@@ -125,13 +125,22 @@ impl RunOutput {
         files
     }
 
-    /// Writes the reproducible files ([`files`](Self::files)) into `dir` (created if
-    /// needed), atomically each.
+    /// Writes the reproducible files ([`files`](Self::files)) into `dir` ([`write_files`]).
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        for (name, text) in self.files() {
-            dlsim_fsio::write_atomic(&dir.join(name), text.as_bytes())?;
-        }
-        Ok(())
+        write_files(dir, self.files())
     }
+}
+
+/// Writes a run's files, (name, contents) as [`RunOutput::files`] gives them, into `dir`
+/// (created if needed), atomically each: one way for a replay and for the runs
+/// `dlsim reproduce --keep-runs` keeps.
+pub fn write_files<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in files {
+        dlsim_fsio::write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
 }

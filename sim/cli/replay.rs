@@ -35,6 +35,10 @@ pub struct ReplayArgs {
     /// policy could see (large on long traces).
     #[arg(long)]
     pub trace_observations: bool,
+    /// Threads a policy may plan on (`dlrover` plans the jobs of a tick in parallel)
+    /// [default: all cores]; the outputs are identical on any count.
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -98,6 +102,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| BadInput(format!("--out: {e}")))?;
         }
     }
+    plan_on_this_thread(args.threads)?;
     let load_s = wall.elapsed().as_secs_f64();
     let mut first_online = Vec::new();
     for policy in policies {
@@ -372,6 +377,22 @@ fn print_summary(s: &Summary) {
     for (k, v) in rows {
         println!("{k:<width$}  {v}");
     }
+}
+
+/// Makes the replay's own thread one of rayon's global pool (with `threads` in all), so
+/// that a policy's parallel planning (`par_iter` inside `on_tick`) runs on this thread
+/// and the others together. Called from outside the pool, `par_iter` would hand the work
+/// to sleeping workers and wait: on 2 cores that measured no faster than one thread.
+/// A pool already built (a test running several replays in one process) is kept.
+fn plan_on_this_thread(threads: Option<usize>) -> anyhow::Result<()> {
+    if threads == Some(0) {
+        return Err(BadInput("--threads: must be at least 1".into()).into());
+    }
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .use_current_thread()
+        .build_global();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ fn decision(c: &mut Criterion) {
             plan::feasible(f).then(|| (-f[1] > 0.0, -f[1] / f[0].max(1.0) * wg))
         };
         group.bench_function(name, |b| {
-            b.iter(|| plan::candidates(&p, search, &mut rng, &climb).len())
+            b.iter(|| plan::candidates(&p, search, Some(&mut rng), &climb).len())
         });
     }
     group.finish();

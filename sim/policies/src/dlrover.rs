@@ -88,6 +88,7 @@ use dlsim_model::policy::{
     Action, ClusterView, JobConfig, JobPhase, JobView, OomRelaunch, Partitioning, Policy, RescaleMethod, Sharding,
 };
 use plan::{fit_config, fit_model, Plan};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Until the job has been observed at this many configurations (counting each change of
@@ -123,12 +124,19 @@ struct Tracked {
 }
 
 impl Tracked {
-    /// Chooses the prior's split if a new configuration has made it due, over exactly the
+    /// The prior's split, if a new configuration has made it due, over exactly the
     /// observations there were then.
-    fn resolve_split(&mut self) {
-        if let (Some(n), Some(util)) = (self.split_due.take(), self.util) {
-            self.split = plan::choose_split(&self.obs[..n], util);
+    fn due_split(&self) -> Option<[f64; 4]> {
+        let (n, util) = (self.split_due?, self.util?);
+        Some(plan::choose_split(&self.obs[..n], util))
+    }
+
+    /// Takes the split [`Tracked::due_split`] chose (if it was due).
+    fn resolve_split(&mut self, split: Option<[f64; 4]>) {
+        if let Some(split) = split {
+            self.split = split;
         }
+        self.split_due = None;
     }
 }
 
@@ -302,7 +310,7 @@ impl Dlrover {
         t: &Tracked,
         max_cpu: f64,
         max_mem: u64,
-        rng: &mut SimRng,
+        rng: Option<&mut SimRng>,
     ) -> Vec<Candidate> {
         let Some(model) = fit_model(&t.obs, t.split) else {
             return Vec::new();
@@ -453,7 +461,8 @@ impl Dlrover {
                 t.obs.push((c, thr));
                 if t.obs.len() > 256 {
                     // A due split is chosen over the observations it was due over.
-                    t.resolve_split();
+                    let split = t.due_split();
+                    t.resolve_split(split);
                     t.obs.remove(0);
                 }
             }
@@ -605,24 +614,43 @@ impl Policy for Dlrover {
             }
             planned.push(job);
         }
-        for job in &planned {
+        // A job's split and plan read only its own observations, so the jobs of a tick
+        // plan in parallel (rayon; `dlsim replay --threads`), each result kept in job
+        // order: the same outputs on any thread count. Not NSGA-II's plans: its one random
+        // stream serves every plan in job order (a job's plan then depends on how many
+        // jobs planned before it), so they are made one after another. Per-job streams
+        // would decouple them but change every figure made with `search=nsga`.
+        let splits: Vec<Option<[f64; 4]>> = planned
+            .par_iter()
+            .map(|job| self.jobs[&job.request.id].due_split())
+            .collect();
+        for (job, split) in planned.iter().zip(splits) {
             self.jobs
                 .get_mut(&job.request.id)
                 .expect("tracked")
-                .resolve_split();
+                .resolve_split(split);
         }
-        // One stream serves every plan, in job order, so a job's plan depends on how many
-        // jobs planned before it. Per-job streams would decouple them (and let jobs plan
-        // in parallel) but change every published figure; not done yet.
-        let mut rng = self.rng.clone();
-        let cands: Vec<Candidate> = planned
-            .iter()
-            .flat_map(|job| {
-                let t = &self.jobs[&job.request.id];
-                self.candidates(job, t, max_cpu, max_mem, &mut rng)
-            })
-            .collect();
-        self.rng = rng;
+        let cands: Vec<Candidate> = if self.search.draws() {
+            let mut rng = self.rng.clone();
+            let cands = planned
+                .iter()
+                .flat_map(|job| {
+                    let t = &self.jobs[&job.request.id];
+                    self.candidates(job, t, max_cpu, max_mem, Some(&mut rng))
+                })
+                .collect();
+            self.rng = rng;
+            cands
+        } else {
+            let per_job: Vec<Vec<Candidate>> = planned
+                .par_iter()
+                .map(|job| {
+                    let t = &self.jobs[&job.request.id];
+                    self.candidates(job, t, max_cpu, max_mem, None)
+                })
+                .collect();
+            per_job.into_iter().flatten().collect()
+        };
         let now: BTreeMap<u64, JobConfig> =
             planned.iter().map(|j| (j.request.id, j.config)).collect();
         for Candidate {

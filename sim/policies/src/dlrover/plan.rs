@@ -419,6 +419,14 @@ pub enum Search {
     Coordinate,
 }
 
+impl Search {
+    /// Whether the search draws random numbers (NSGA-II only): such a search plans the
+    /// jobs of a tick one after another, from one stream.
+    pub fn draws(&self) -> bool {
+        matches!(self, Search::Nsga(_))
+    }
+}
+
 /// How [`Search::Coordinate`] ranks a plan from its objectives and modelled throughput:
 /// plans that pass the policy's filters first, then by score; `None` for plans it may not
 /// take at all.
@@ -505,11 +513,12 @@ fn coordinate(
 }
 
 /// Pareto candidates for one job.
-/// `climb` scores a plan for [`Search::Coordinate`]; the other searches ignore it.
+/// `climb` scores a plan for [`Search::Coordinate`]; the other searches ignore it. `rng`
+/// is the stream NSGA-II draws from, which only it needs ([`Search::draws`]).
 pub fn candidates(
     plan: &Plan<'_>,
     search: Search,
-    rng: &mut SimRng,
+    rng: Option<&mut SimRng>,
     climb: Climb<'_>,
 ) -> Vec<nsga2::Scored<4>> {
     let upper = plan.upper();
@@ -518,7 +527,10 @@ pub fn candidates(
     let assess = |g: &[u32; 4]| plan.assess(&table, g);
     match search {
         Search::Exact => nsga2::exhaustive(&upper, &mut |g| assess(g).0),
-        Search::Nsga(settings) => nsga2::run(&upper, &[start], &mut |g| assess(g).0, settings, rng),
+        Search::Nsga(settings) => {
+            let rng = rng.expect("NSGA-II is given the policy's random stream");
+            nsga2::run(&upper, &[start], &mut |g| assess(g).0, settings, rng)
+        }
         Search::Coordinate => coordinate(&upper, start, &mut |g| assess(g), climb),
         Search::Neighbours => neighbours(&upper, start, &mut |g| assess(g).0),
     }
@@ -633,8 +645,7 @@ mod tests {
         // Every plan within the quota passes, except those that do not grow the job.
         let climb =
             |f: &nsga2::Objectives, thr: f64| feasible(f).then(|| (-f[1] > 0.0, score(f, thr)));
-        let mut rng = dlsim_engine::RngStreams::new(1).stream("unused");
-        let front = candidates(&plan, Search::Coordinate, &mut rng, &climb);
+        let front = candidates(&plan, Search::Coordinate, None, &climb);
         for a in &front {
             for b in &front {
                 assert!(!nsga2::dominates(&a.1, &b.1), "{a:?} dominates {b:?}");
@@ -828,11 +839,10 @@ mod tests {
             quota_cores: 60.0,
             ..plan(&job)
         };
-        let mut rng = RngStreams::new(1).stream("unused");
         let front = candidates(
             &plan,
             Search::Exact,
-            &mut rng,
+            None,
             &|_: &nsga2::Objectives, _: f64| None,
         );
         assert!(front.len() > 3);

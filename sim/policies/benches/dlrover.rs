@@ -71,6 +71,7 @@ fn decision(c: &mut Criterion) {
         ps_mem_used: 12_000.0,
         ps_mem_final: 12_000.0,
         quota_cores: 4.0 * job.request.requested.total().cpu_cores(),
+        fixed_pod_cpu: false,
         worker_mem_used: 3_000.0,
         worker_cpu_used: 0.0,
     };

@@ -178,6 +178,8 @@ pub struct Dlrover {
     interval_s: u64,
     min_eff: f64,
     cap: Cap,
+    /// `pod_cpu=fixed`: plans keep each role's per-pod CPU and change pod counts only.
+    fixed_pod_cpu: bool,
     db: ConfigDb,
     /// Every launched job not yet seen to end.
     jobs: BTreeMap<u64, Tracked>,
@@ -213,6 +215,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("min_eff", "number", "0.5", "a plan's gain per extra core must reach this share of the job's throughput per core"),
         param("quota", "number > 0", "4", "a job's cores stay within quota x its requested cores"),
         param("max_cores", "number > 0", "-", "a job's cores stay within this many (DLRover's C_total, as `es` and `optimus` take it); replaces quota"),
+        param("pod_cpu", "search|fixed", "search", "fixed: keep each role's per-pod CPU as the job launched and search the pod counts only (DLRover Sec. 6.3 sizes its pods by Table 2)"),
         param("history", "path", "-", "pre-load the warm-start database from an earlier run's jobs.csv (default: empty)"),
         param("pop", "number 4..=1000", "20", "NSGA-II population (search=nsga)"),
         param("gens", "number 1..=1000", "12", "NSGA-II generations (search=nsga)"),
@@ -281,8 +284,14 @@ impl Dlrover {
             (_, true) => Cap::Cores(positive("max_cores", 0.0)?),
             (_, false) => Cap::Quota(positive("quota", 4.0)?),
         };
+        let fixed_pod_cpu = match spec.params.get("pod_cpu").map(String::as_str) {
+            None | Some("search") => false,
+            Some("fixed") => true,
+            Some(_) => return Err(bad("pod_cpu", "expected search or fixed")),
+        };
         Ok(Dlrover {
             warm_start: spec.bool_or("warm_start", true)?,
+            fixed_pod_cpu,
             search,
             post: spec.bool_or("post", true)?,
             rho: spec.f64_or("rho", 2.5)?,
@@ -338,6 +347,7 @@ impl Dlrover {
             ps_mem_used,
             ps_mem_final,
             quota_cores: quota.max(cores_now),
+            fixed_pod_cpu: self.fixed_pod_cpu,
             worker_mem_used: last.map_or(0.0, |s| s.worker_mem_used_mb),
             worker_cpu_used: last.map_or(0.0, |s| s.worker_cpu_used),
         };

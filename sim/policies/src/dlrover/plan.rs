@@ -209,6 +209,9 @@ pub struct Plan<'a> {
     pub ps_mem_final: f64,
     /// The most CPU cores the job may hold: plans over it are infeasible.
     pub quota_cores: f64,
+    /// Plans keep the current per-pod CPU of each role (`pod_cpu=fixed`): the CPU genes
+    /// then have the one value 0, the current size.
+    pub fixed_pod_cpu: bool,
     /// Memory a worker uses now (0 before the first profile), MB.
     pub worker_mem_used: f64,
     /// CPU cores a worker is seen to use now (0 before the first profile): no plan gives a
@@ -244,12 +247,25 @@ impl Plan<'_> {
     pub fn upper(&self) -> [u32; 4] {
         let cpus = CPU_OPTIONS.iter().filter(|&&c| c <= self.max_cpu).count() as u32;
         let gpu = self.current.worker_gpu > 0;
+        if self.fixed_pod_cpu {
+            return [MAX_WORKERS, MAX_PS, 1, 1];
+        }
         [
             MAX_WORKERS,
             MAX_PS,
             if gpu { 1 } else { cpus.max(1) },
             cpus.max(1),
         ]
+    }
+
+    /// The per-pod CPU a CPU gene stands for: option `g` of [`CPU_OPTIONS`], or with
+    /// `fixed_pod_cpu` the current size `now` (the gene's one value).
+    fn cpu_option(&self, g: u32, now: f64) -> f64 {
+        if self.fixed_pod_cpu {
+            now
+        } else {
+            CPU_OPTIONS[g as usize]
+        }
     }
 
     /// Per-PS memory at `ps` PS. The embedding is sharded: PS memory follows the share
@@ -285,8 +301,8 @@ impl Plan<'_> {
         let c = JobConfig {
             workers: g[0] + 1,
             ps: g[1] + 1,
-            worker_cpu: self.worker_cpu_at(CPU_OPTIONS[g[2] as usize]),
-            ps_cpu: CPU_OPTIONS[g[3] as usize],
+            worker_cpu: self.worker_cpu_at(self.cpu_option(g[2], self.current.worker_cpu)),
+            ps_cpu: self.cpu_option(g[3], self.current.ps_cpu),
             ps_mem_mb,
             ..self.current
         };
@@ -366,8 +382,12 @@ impl Plan<'_> {
         let now = self.current.total();
         Table {
             ps_mem: std::array::from_fn(|i| self.ps_mem(i as u32 + 1)),
-            worker_milli: CPU_OPTIONS.map(|c| milli(self.worker_cpu_at(c))),
-            ps_milli: CPU_OPTIONS.map(milli),
+            worker_milli: std::array::from_fn(|g| {
+                milli(self.worker_cpu_at(self.cpu_option(g as u32, self.current.worker_cpu)))
+            }),
+            ps_milli: std::array::from_fn(|g| {
+                milli(self.cpu_option(g as u32, self.current.ps_cpu))
+            }),
             now_cores: now.cpu_cores(),
             now_mem: now.mem_mb as f64,
         }
@@ -601,6 +621,7 @@ mod tests {
             ps_mem_used: 8_000.0,
             ps_mem_final: 8_000.0,
             quota_cores: 120.0,
+            fixed_pod_cpu: false,
             worker_mem_used: 3_000.0,
             worker_cpu_used: 0.0,
         }
@@ -858,6 +879,34 @@ mod tests {
         );
     }
 
+
+    /// `pod_cpu=fixed` (DLRover Sec. 6.3: pods sized by Table 2): every plan keeps the
+    /// job's per-pod CPU and changes counts only, and it still finds more workers worth
+    /// taking within the quota.
+    #[test]
+    fn fixed_pod_cpu_changes_pod_counts_only() {
+        let request = request(0);
+        let job = view(&request);
+        let plan = Plan {
+            fixed_pod_cpu: true,
+            ..plan(&job)
+        };
+        assert_eq!(plan.upper()[2..], [1, 1]);
+        let climb = |f: &nsga2::Objectives, _: f64| feasible(f).then_some((true, -f[1]));
+        for search in [Search::Coordinate, Search::Exact] {
+            let front = candidates(&plan, search, None, &climb);
+            assert!(!front.is_empty(), "{search:?}");
+            for (g, _) in &front {
+                let c = plan.config(g);
+                assert_eq!((c.worker_cpu, c.ps_cpu), (3.5, 6.0), "{search:?} {g:?}");
+                assert!(c.total().cpu_cores() <= plan.quota_cores);
+            }
+            assert!(
+                front.iter().any(|(g, _)| plan.config(g).workers > 6),
+                "{search:?}: no plan adds workers"
+            );
+        }
+    }
     #[test]
     fn nnls_recovers_planted_alphas_from_noisy_samples() {
         let truth = ThroughputParams {

@@ -245,11 +245,11 @@ fn over_quota(excess_cores: f64) -> nsga2::Objectives {
 
 impl Plan<'_> {
     pub fn upper(&self) -> [u32; 4] {
-        let cpus = CPU_OPTIONS.iter().filter(|&&c| c <= self.max_cpu).count() as u32;
-        let gpu = self.current.worker_gpu > 0;
         if self.fixed_pod_cpu {
             return [MAX_WORKERS, MAX_PS, 1, 1];
         }
+        let cpus = CPU_OPTIONS.iter().filter(|&&c| c <= self.max_cpu).count() as u32;
+        let gpu = self.current.worker_gpu > 0;
         [
             MAX_WORKERS,
             MAX_PS,
@@ -878,7 +878,6 @@ mod tests {
             "the front reaches the quota"
         );
     }
-
 
     /// `pod_cpu=fixed` (DLRover Sec. 6.3: pods sized by Table 2): every plan keeps the
     /// job's per-pod CPU and changes counts only, and it still finds more workers worth

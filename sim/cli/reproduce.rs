@@ -40,8 +40,9 @@ pub struct ReproduceArgs {
     /// Change one choice of the manifests for this run, EXPERIMENT:KEY=VALUE (repeatable):
     /// `table3:arms.madu=madu[drain_min=20]` (an arm's policy), `*:picasso.counted_batches=100`
     /// (a PICASSO setup field), `production-day:cluster.groups.0.count=300` (a dotted path
-    /// into the experiment's scenario). EXPERIMENT `*` means every experiment the key fits.
-    /// The report lists the overrides and every row's command carries them.
+    /// into the experiment's scenario). EXPERIMENT is an id (every paper's experiment of that
+    /// id), PAPER/ID (`dlrover/production-day`: that paper's only) or `*` (every experiment
+    /// the key fits). The report lists the overrides and every row's command carries them.
     #[arg(long = "set", value_name = "EXPERIMENT:KEY=VALUE")]
     pub set: Vec<String>,
     /// A committed reproduce.json to compare this run with: prints the rows that crossed

@@ -1,7 +1,8 @@
 //! `dlsim reproduce --set EXPERIMENT:KEY=VALUE`: runs the papers' experiments with one of
 //! their choices changed, so that "show how much the choice moves the result" is a command,
 //! not an edited file. `EXPERIMENT` is an experiment id of the selected papers (`table3`,
-//! `production-day`) or `*` for every experiment the key applies to; `KEY` is
+//! `production-day`: every paper's experiment of that id), one paper's experiment
+//! (`dlrover/production-day`) or `*` for every experiment the key applies to; `KEY` is
 //!
 //! * `arms.NAME`: the arm's policy spec (`table3:arms.madu=madu[drain_min=20]`);
 //! * `picasso.FIELD`: a field of a PICASSO setup (`*:picasso.counted_batches=100`);
@@ -98,8 +99,10 @@ pub fn apply(papers: &mut [Paper], overrides: &[Override]) -> Result<(), String>
         let err = |why: String| format!("--set `{}`: {why}", o.text);
         let mut changed = 0;
         for p in papers.iter_mut() {
+            let paper = p.file.paper.clone();
             for (ei, e) in p.file.experiments.iter_mut().enumerate() {
-                let named = o.experiment == e.id;
+                let named = o.experiment == e.id
+                    || o.experiment.split_once('/') == Some((paper.as_str(), e.id.as_str()));
                 if !named && o.experiment != "*" {
                     continue;
                 }
@@ -230,6 +233,44 @@ mod tests {
         assert_eq!(touched(&papers), vec!["table3".to_string()]);
         let mut kale = [load().into_iter().nth(1).unwrap()];
         let err = apply(&mut kale, &[set]).unwrap_err();
+        assert!(err.contains("changes no experiment"), "{err}");
+    }
+
+    /// Both papers have a `production-day`: the bare id changes both, `PAPER/ID` one, and a
+    /// paper the selection lacks changes nothing (an error, as for an unknown id).
+    #[test]
+    fn a_paper_qualified_experiment_changes_only_that_papers_experiment() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/paper");
+        let load = || {
+            ["dlrover-rm", "dlrover"]
+                .map(|p| crate::manifest::Paper::load(&root, p).expect("a committed manifest"))
+        };
+        let touched = |papers: &[crate::manifest::Paper]| -> Vec<String> {
+            papers
+                .iter()
+                .flat_map(|p| {
+                    p.file
+                        .experiments
+                        .iter()
+                        .filter(|e| !e.overrides.is_empty())
+                        .map(|e| format!("{}/{}", p.file.paper, e.id))
+                })
+                .collect()
+        };
+        let mut papers = load();
+        let both = Override::parse("production-day:recovery.pending_timeout_s=900").unwrap();
+        apply(&mut papers, &[both]).unwrap();
+        assert_eq!(
+            touched(&papers),
+            ["dlrover-rm/production-day", "dlrover/production-day"]
+        );
+        let mut papers = load();
+        let one = Override::parse("dlrover/production-day:recovery.pending_timeout_s=900").unwrap();
+        apply(&mut papers, &[one]).unwrap();
+        assert_eq!(touched(&papers), ["dlrover/production-day"]);
+        let mut papers = load();
+        let other = Override::parse("kale/production-day:recovery.pending_timeout_s=900").unwrap();
+        let err = apply(&mut papers, &[other]).unwrap_err();
         assert!(err.contains("changes no experiment"), "{err}");
     }
 

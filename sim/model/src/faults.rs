@@ -138,12 +138,12 @@ pub struct ElasticityConfig {
     /// (`traces/paper/wd-sample.jsonl`: 60 MB dense and optimiser slots plus ~1.1-1.5 GB
     /// embeddings) take about a minute beside them, 2 x 1,200 MB / 60 s (MISSION.md's brief
     /// puts the 3 min in DLRover-RM Sec. 6.2 and leaves the sampling out). DLRover-RM's
-    /// Fig. 12 discussion reads otherwise: flash checkpoint saved "3 minutes in saving and
-    /// loading" through remote storage on that job, about 14 MB/s. The choice moves the
-    /// reproduction (`--set '*:elasticity.storage_mb_s=14'`, 2026-11-27): 55 -> 53 rows
-    /// within 25%, Optimus's 12-min cold-start reading 23 -> 0 steps/s, Figs. 12-13 vs
-    /// stop-and-restart -14% / -21% -> -20% / -26% (paper -27.6% / -37%). At 40 MB/s the
-    /// production figure (5-10 min each) is a 12-24 GB model.
+    /// Fig. 12 discussion states its own small cluster's: flash checkpoint saved "3 minutes
+    /// in saving and loading" through remote storage on that job, about 14 MB/s, which
+    /// DLRover-RM's small-cluster scenarios set (`scenarios/paper/dlrover-rm/small-cluster-
+    /// wd*.json`, with its "about 5 minutes" of deploying and initialising new pods as
+    /// `recovery.init_s`; the two papers' small clusters are two environments). At 40 MB/s
+    /// the production figure (5-10 min each) is a 12-24 GB model.
     pub storage_mb_s: f64,
     /// Dynamic sharding: batches per shard (MISSION: 64/128/256).
     pub shard_batches: u32,
@@ -316,7 +316,9 @@ pub struct RecoveryConfig {
     pub pending_timeout_s: f64,
     /// The fixed part of a reload: restarting the training process and rebuilding its
     /// graph and sessions (DLRover Sec. 6.3: "about 100s to initialize training" in each
-    /// 3-min adjustment of its small cluster).
+    /// 3-min adjustment of its small cluster; DLRover-RM's small cluster takes 216 s, the
+    /// rest of the "about 5 minutes" its Fig. 12 discussion gives for deploying and
+    /// initialising new pods after a 16-core PS's 84 s launch).
     pub init_s: f64,
 }
 

@@ -203,34 +203,45 @@ mod tests {
         );
     }
 
+    /// The committed manifests of `names`.
+    fn committed<const N: usize>(names: [&str; N]) -> [crate::manifest::Paper; N] {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/paper");
+        names.map(|p| crate::manifest::Paper::load(&root, p).expect("a committed manifest"))
+    }
+
+    /// `PAPER/ID` of every experiment an override changed.
+    fn touched(papers: &[crate::manifest::Paper]) -> Vec<String> {
+        papers
+            .iter()
+            .flat_map(|p| {
+                p.file
+                    .experiments
+                    .iter()
+                    .filter(|e| !e.overrides.is_empty())
+                    .map(|e| format!("{}/{}", p.file.paper, e.id))
+            })
+            .collect()
+    }
+
     /// `*` with a batch scenario key changes the batch experiments and skips the online
     /// one (whose loader would refuse the key); named outright, the online experiment
     /// takes it, and its loader then names the unknown field.
     #[test]
     fn a_wildcard_scenario_key_goes_to_the_scenarios_that_have_it() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/paper");
-        let load = || {
-            ["dlrover-rm", "kale"]
-                .map(|p| crate::manifest::Paper::load(&root, p).expect("a committed manifest"))
-        };
-        let touched = |papers: &[crate::manifest::Paper]| -> Vec<String> {
-            papers
-                .iter()
-                .flat_map(|p| p.file.experiments.iter())
-                .filter(|e| !e.overrides.is_empty())
-                .map(|e| e.id.clone())
-                .collect()
-        };
+        let load = || committed(["dlrover-rm", "kale"]);
         let mut papers = load();
         let set = Override::parse("*:elasticity.storage_mb_s=14").unwrap();
         apply(&mut papers, std::slice::from_ref(&set)).unwrap();
         let got = touched(&papers);
-        assert!(got.contains(&"production-day".to_string()), "{got:?}");
-        assert!(!got.contains(&"table3".to_string()), "{got:?}");
+        assert!(
+            got.contains(&"dlrover-rm/production-day".to_string()),
+            "{got:?}"
+        );
+        assert!(!got.contains(&"kale/table3".to_string()), "{got:?}");
         let mut papers = load();
         let named = Override::parse("table3:elasticity.storage_mb_s=14").unwrap();
         apply(&mut papers, &[named]).unwrap();
-        assert_eq!(touched(&papers), vec!["table3".to_string()]);
+        assert_eq!(touched(&papers), ["kale/table3"]);
         let mut kale = [load().into_iter().nth(1).unwrap()];
         let err = apply(&mut kale, &[set]).unwrap_err();
         assert!(err.contains("changes no experiment"), "{err}");
@@ -240,23 +251,7 @@ mod tests {
     /// paper the selection lacks changes nothing (an error, as for an unknown id).
     #[test]
     fn a_paper_qualified_experiment_changes_only_that_papers_experiment() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/paper");
-        let load = || {
-            ["dlrover-rm", "dlrover"]
-                .map(|p| crate::manifest::Paper::load(&root, p).expect("a committed manifest"))
-        };
-        let touched = |papers: &[crate::manifest::Paper]| -> Vec<String> {
-            papers
-                .iter()
-                .flat_map(|p| {
-                    p.file
-                        .experiments
-                        .iter()
-                        .filter(|e| !e.overrides.is_empty())
-                        .map(|e| format!("{}/{}", p.file.paper, e.id))
-                })
-                .collect()
-        };
+        let load = || committed(["dlrover-rm", "dlrover"]);
         let mut papers = load();
         let both = Override::parse("production-day:recovery.pending_timeout_s=900").unwrap();
         apply(&mut papers, &[both]).unwrap();

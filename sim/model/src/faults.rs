@@ -140,9 +140,10 @@ pub struct ElasticityConfig {
     /// puts the 3 min in DLRover-RM Sec. 6.2 and leaves the sampling out). DLRover-RM's
     /// Fig. 12 discussion states its own small cluster's: flash checkpoint saved "3 minutes
     /// in saving and loading" through remote storage on that job, about 14 MB/s, which
-    /// DLRover-RM's small-cluster scenarios set (`scenarios/paper/dlrover-rm/small-cluster-
-    /// wd*.json`, with its "about 5 minutes" of deploying and initialising new pods as
-    /// `recovery.init_s`; the two papers' small clusters are two environments). At 40 MB/s
+    /// DLRover-RM's small-cluster scenarios set
+    /// (`scenarios/paper/dlrover-rm/small-cluster-wd*.json`, with its "about 5 minutes" of
+    /// deploying and initialising new pods as `recovery.init_s`; the two papers' small
+    /// clusters are two environments). At 40 MB/s
     /// the production figure (5-10 min each) is a 12-24 GB model.
     pub storage_mb_s: f64,
     /// Dynamic sharding: batches per shard (MISSION: 64/128/256).

@@ -99,7 +99,7 @@ pub fn apply(papers: &mut [Paper], overrides: &[Override]) -> Result<(), String>
         let err = |why: String| format!("--set `{}`: {why}", o.text);
         let mut changed = 0;
         for p in papers.iter_mut() {
-            let paper = p.file.paper.clone();
+            let paper = &p.file.paper;
             for (ei, e) in p.file.experiments.iter_mut().enumerate() {
                 let named = o.experiment == e.id
                     || o.experiment.split_once('/') == Some((paper.as_str(), e.id.as_str()));
@@ -165,9 +165,14 @@ pub fn apply(papers: &mut [Paper], overrides: &[Override]) -> Result<(), String>
             }
         }
         if changed == 0 {
-            let known: Vec<&str> = papers
+            let known: Vec<String> = papers
                 .iter()
-                .flat_map(|p| p.file.experiments.iter().map(|e| e.id.as_str()))
+                .flat_map(|p| {
+                    p.file
+                        .experiments
+                        .iter()
+                        .map(|e| format!("{}/{}", p.file.paper, e.id))
+                })
                 .collect();
             return Err(err(format!(
                 "changes no experiment of the selected papers (experiments: {})",

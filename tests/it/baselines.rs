@@ -106,6 +106,27 @@ fn optimus_profiles_then_grows_to_its_cap_by_stop_and_restart() {
     assert_eq!(j.config.worker_cpu, 4.0, "per-pod CPU stays");
 }
 
+/// DLRover-RM's Fig. 10 ran Optimus as a plug-in algorithm: the same decisions, carried out
+/// by seamless migration on dynamic data sharding, so the job never stops to checkpoint
+/// and restart. It grows to the same cap and finishes sooner than Optimus restarting.
+#[test]
+fn optimus_as_a_plugin_grows_by_migration_and_finishes_before_optimus_restarting() {
+    let (restart, rejected) = run(wide_deep(4, 1), "optimus");
+    assert_eq!(rejected, 0);
+    let (plugin, rejected) = run(wide_deep(4, 1), "optimus[rescale=migrate]");
+    assert_eq!(rejected, 0);
+    assert!(plugin.rescales >= 4, "rescales: {}", plugin.rescales);
+    let cores = f64::from(plugin.config.workers) * 4.0 + f64::from(plugin.config.ps) * 8.0;
+    assert!(cores <= 200.0 && cores > 184.0, "{:?}", plugin.config);
+    assert!(
+        plugin.jct_s < restart.jct_s,
+        "plug-in {} s, restarting {} s",
+        plugin.jct_s,
+        restart.jct_s
+    );
+    assert!(dlsim_policies::build("optimus[rescale=stop]").is_err());
+}
+
 #[test]
 fn the_well_tuned_oracle_launches_its_search_result_and_beats_a_ps_starved_request() {
     // One 2-core PS serving eight 8-core workers: the user starved the PS side.

@@ -28,7 +28,11 @@
 //! 4. **Applying.** A job whose counts changed is moved with one stop-and-restart
 //!    (checkpoint, new pods, reload): Optimus' MXNet implementation rescales by
 //!    checkpoint-restart, and the job uses static data partitioning, so worker changes
-//!    restart as well. Per-pod CPU stays at the user's configuration.
+//!    restart as well. Per-pod CPU stays at the user's configuration. With
+//!    `rescale=migrate` the same decisions are carried out by DLRover-RM's framework
+//!    instead (seamless migration, dynamic data sharding): Optimus as a plug-in algorithm
+//!    (DLRover-RM Sec. 4.3), as its Sec. 6.2 ablation compares schedulers that adjust a job
+//!    'every three minutes' (Fig. 10).
 //!
 //! Simplifications (ARCHITECTURE.md, "Policies"): Optimus recomputes every allocation from
 //! scratch each interval; here the greedy only hands out free capacity on top of the
@@ -47,7 +51,7 @@ use crate::spec::{param, PodShape, PolicyDoc, PolicySpec, SpecError};
 use dlsim_engine::SimTime;
 use dlsim_fit::{OptimusObs, OptimusParams};
 use dlsim_model::policy::{
-    Action, ClusterView, JobConfig, JobPhase, JobView, Jobs, Policy, RescaleMethod,
+    Action, ClusterView, JobConfig, JobPhase, JobView, Jobs, Policy, RescaleMethod, Sharding,
 };
 use dlsim_model::{Node, Resources};
 use dlsim_traces::ModelKind;
@@ -167,13 +171,16 @@ pub struct Optimus {
     steps: Steps,
     max_cores: f64,
     pods: PodShape,
+    /// How a rescale is carried out: Optimus' own stop-and-restart, or DLRover-RM's
+    /// seamless migration when Optimus runs as a plug-in algorithm on its framework.
+    method: RescaleMethod,
     jobs: BTreeMap<u64, JobState>,
 }
 
 /// `optimus`'s parameters (`dlsim policies`).
 pub const DOC: PolicyDoc = PolicyDoc {
     name: "optimus",
-    summary: "Optimus (EuroSys'18): fitted speed function, greedy by time saved per dominant share, stop-and-restart rescaling",
+    summary: "Optimus (EuroSys'18): fitted speed function, greedy by time saved per dominant share, stop-and-restart rescaling (or, as a plug-in, DLRover-RM's migration)",
     params: &[
         param("interval_s", "number >= 1", "180", "at least this long between two decisions on a job (s)"),
         param("sample_s", "number >= 0", "60", "a job is judged after training this long at its configuration (s; DLRover Sec. 6.3)"),
@@ -186,6 +193,7 @@ pub const DOC: PolicyDoc = PolicyDoc {
         param("dcn_workers", "count 1..=1000", "2", "DCN: workers per step"),
         param("worker_cpu", "cores", "-", "cores of every worker (default: the user's; DLRover Sec. 6.3 sized them per its Table 2)"),
         param("ps_cpu", "cores", "-", "cores of every PS (default: the user's)"),
+        param("rescale", "restart|migrate", "restart", "restart: Optimus' own checkpoint-restart with static data partitioning; migrate: Optimus' decisions carried out by DLRover-RM's framework (seamless migration, dynamic sharding), as a plug-in algorithm (DLRover-RM Sec. 4.3)"),
     ],
 };
 
@@ -227,6 +235,11 @@ impl Optimus {
             },
             max_cores,
             pods: PodShape::from_spec(spec, false)?,
+            method: match spec.params.get("rescale").map(String::as_str) {
+                None | Some("restart") => RescaleMethod::StopRestart,
+                Some("migrate") => RescaleMethod::Migrate,
+                Some(_) => return Err(spec.bad_value("rescale", "expected restart or migrate")),
+            },
             jobs: BTreeMap::new(),
         })
     }
@@ -519,7 +532,12 @@ fn ready(job: &JobView<'_>, st: &JobState, now: SimTime, sample: SimTime, interv
 }
 
 impl Optimus {
-    fn rescale(job: &JobView<'_>, (p, w): (u32, u32), max_mem: u64) -> Action {
+    fn rescale(
+        method: RescaleMethod,
+        job: &JobView<'_>,
+        (p, w): (u32, u32),
+        max_mem: u64,
+    ) -> Action {
         let config = JobConfig {
             ps: p,
             workers: w,
@@ -529,7 +547,7 @@ impl Optimus {
         Action::Rescale {
             job: job.request.id,
             config,
-            method: RescaleMethod::StopRestart,
+            method,
         }
     }
 
@@ -569,7 +587,7 @@ impl Optimus {
                     && free.take(job.config.worker_request(), dw)
                 {
                     st.profile_steps += 1;
-                    actions.push(Self::rescale(job, to, max_mem));
+                    actions.push(Self::rescale(self.method, job, to, max_mem));
                 }
                 continue;
             }
@@ -606,6 +624,15 @@ impl Policy for Optimus {
 
     fn pod_cores(&self) -> Vec<(&'static str, f64)> {
         self.pods.pod_cores()
+    }
+
+    /// Static partitioning for Optimus' own restarts; DLRover-RM's dynamic sharding when
+    /// its framework carries out the decisions (`rescale=migrate`).
+    fn sharding(&self) -> Sharding {
+        match self.method {
+            RescaleMethod::StopRestart => Sharding::Static,
+            RescaleMethod::Migrate => Sharding::Dynamic,
+        }
     }
 
     fn tick_interval(&self) -> Option<SimTime> {
@@ -662,7 +689,7 @@ impl Policy for Optimus {
         let max_mem = view.node_max.mem_mb;
         for (id, to) in greedy(fitted, &mut free, view.capacity) {
             if let Some(job) = view.jobs.get(id) {
-                actions.push(Self::rescale(&job, to, max_mem));
+                actions.push(Self::rescale(self.method, &job, to, max_mem));
             }
         }
         actions

@@ -303,14 +303,68 @@ pub fn draw<DB: DrawingBackend>(
         }
     }
     legend(&root, &p, rect, fig.chart.legend, k).map_err(err)?;
-    let title = ("sans-serif", TITLE_PT * k)
-        .into_font()
-        .color(&BLACK)
-        .pos(Pos::new(HPos::Center, VPos::Top));
-    root.draw_text(&fig.chart.title, &title, (w / 2, px(14.0)))
-        .map_err(err)?;
+    title(&root, &fig.chart.title, w, k).map_err(err)?;
     root.present().map_err(err)?;
     Ok(rect)
+}
+
+/// Draws the title centred at the top. A title wider than the figure is shrunk to fit (to
+/// at most 0.7 of its size); one still too wide is set at 0.6 of its size on up to two
+/// lines, broken between words, and ends in an ellipsis where even two lines cannot hold
+/// it: no title is cut at the figure's edges.
+fn title<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+    w: i32,
+    k: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = |pt: f64| {
+        ("sans-serif", pt)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top))
+    };
+    let avail = f64::from(w) * 0.96;
+    let width = |line: &str, pt: f64| -> Result<f64, DrawingAreaErrorKind<DB::ErrorType>> {
+        Ok(f64::from(root.estimate_text_size(line, &style(pt))?.0))
+    };
+    let full = TITLE_PT * k;
+    let top = (14.0 * k).round() as i32;
+    let natural = width(text, full)?;
+    if natural <= avail {
+        return root.draw_text(text, &style(full), (w / 2, top));
+    }
+    let shrunk = full * avail / natural;
+    if shrunk >= 0.7 * full {
+        return root.draw_text(text, &style(shrunk), (w / 2, top));
+    }
+    let pt = 0.6 * full;
+    // Greedy wrap: each line takes words while it fits.
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if width(&format!("{line} {word}"), pt)? <= avail => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    if lines.len() > 2 {
+        lines.truncate(2);
+        let second = &mut lines[1];
+        second.push('…');
+        while width(second, pt)? > avail && second.chars().count() > 1 {
+            second.pop();
+            second.pop();
+            second.push('…');
+        }
+    }
+    let step = (pt * 1.2).round() as i32;
+    for (i, line) in lines.iter().enumerate() {
+        root.draw_text(line, &style(pt), (w / 2, top + step * i as i32))?;
+    }
+    Ok(())
 }
 
 /// The longest bar label, when the labels would not fit side by side.

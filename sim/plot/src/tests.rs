@@ -252,3 +252,31 @@ fn long_bar_labels_stand_upright_and_short_ones_lie_flat() {
         );
     }
 }
+
+/// Dark pixels of the 2x bitmap in columns `xs`, rows above the plot area (the title's band).
+fn dark_in_title_band(fig: &Figure, xs: std::ops::Range<usize>) -> usize {
+    let (buf, rect) = fig.bitmap(true).unwrap();
+    let w = (SIZE.0 * PNG_SCALE) as usize;
+    let top = rect.y.0.max(0) as usize;
+    (0..top)
+        .flat_map(|y| xs.clone().map(move |x| (y * w + x) * 3))
+        .filter(|&i| buf[i..i + 3].iter().all(|&c| c < 128))
+        .count()
+}
+
+#[test]
+fn a_title_wider_than_the_figure_is_shrunk_or_wrapped_not_cut() {
+    let w = (SIZE.0 * PNG_SCALE) as usize;
+    let edges = |fig: &Figure| dark_in_title_band(fig, 0..6) + dark_in_title_band(fig, w - 6..w);
+    for words in [14, 40] {
+        let mut fig = spiky();
+        fig.chart.title = vec!["throughput"; words].join(" ");
+        assert_eq!(edges(&fig), 0, "{words} words reach the figure's edges");
+        assert!(
+            dark_in_title_band(&fig, 0..w) > 1_000,
+            "{words} words: the title is drawn"
+        );
+    }
+    // A short title is drawn as it always was, at full size and centred.
+    assert_eq!(edges(&spiky()), 0);
+}

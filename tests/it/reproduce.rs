@@ -236,7 +236,8 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
     let text = std::fs::read_to_string(repo().join("scenarios/paper/kale/paper.json")).unwrap();
     let out = scratch("reproduce-bad-out").join("r");
     // (the first match replaced, the field the error must name): a metric that does not
-    // parse, and a published range that does not hold the row's paper value.
+    // parse, a published range that does not hold the row's paper value, a bound that is
+    // neither `at_most` nor `at_least`, and a range and a bound on one row.
     for (from, to, field) in [
         (
             "\"metric\": \"summary.online_violation_rate\"",
@@ -244,6 +245,12 @@ fn a_bad_manifest_is_one_error_naming_file_and_field() {
             "metric",
         ),
         ("\"unit\":", "\"range\": [30, 40], \"unit\":", "range"),
+        ("\"unit\":", "\"bound\": \"below\", \"unit\":", "bound"),
+        (
+            "\"unit\":",
+            "\"range\": [0, 100], \"bound\": \"at_most\", \"unit\":",
+            "bound",
+        ),
     ] {
         std::fs::write(kale.join("paper.json"), text.replacen(from, to, 1)).unwrap();
         let o = dlsim(&[

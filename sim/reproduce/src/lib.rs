@@ -79,6 +79,9 @@ pub struct RowResult {
     /// A published range the paper value stands for ([`manifest::RowFile::range`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper_range: Option<[f64; 2]>,
+    /// A published bound the paper value is ([`manifest::RowFile::bound`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_bound: Option<manifest::Bound>,
     /// Mean over seeds; None when the metric could not be computed (`error` says why).
     pub ours: Option<f64>,
     /// Half-width of the 95% Student t interval over seeds (None with one seed).
@@ -525,7 +528,7 @@ pub fn run(
                     Some((e.rows[i].paper, exp_rows.get(i).and_then(|x| x.ours)))
                 });
                 let direction = direction(r.compare, r.paper, ours, before);
-                let rel_error = rel_error(r.paper, r.range, ours);
+                let rel_error = rel_error(r.paper, r.range, r.bound, ours);
                 let within_25 = match (ours, rel_error) {
                     (Some(_), Some(e)) => e.abs() <= 0.25,
                     (Some(o), None) => o.abs() < 0.5,
@@ -540,6 +543,7 @@ pub fn run(
                     unit: r.unit.clone(),
                     paper_value: r.paper,
                     paper_range: r.range,
+                    paper_bound: r.bound,
                     ours,
                     ci95,
                     seeds: n as usize,
@@ -643,9 +647,20 @@ fn figures_of(paper: &str, exp: &str, what: &str, arms: &[(&String, &RunData)]) 
 }
 
 /// (ours - paper) / |paper|; for a published range, the distance to its nearer end relative
-/// to that end (0 inside). None when the value it is relative to is 0, or not computed.
-fn rel_error(paper: f64, range: Option<[f64; 2]>, ours: Option<f64>) -> Option<f64> {
+/// to that end (0 inside); for a published bound, 0 on its stated side and the distance to
+/// it beyond. None when the value it is relative to is 0, or not computed.
+fn rel_error(
+    paper: f64,
+    range: Option<[f64; 2]>,
+    bound: Option<manifest::Bound>,
+    ours: Option<f64>,
+) -> Option<f64> {
     let o = ours?;
+    match bound {
+        Some(manifest::Bound::AtMost) if o <= paper => return Some(0.0),
+        Some(manifest::Bound::AtLeast) if o >= paper => return Some(0.0),
+        _ => {}
+    }
     let to = match range {
         Some([lo, hi]) if (lo..=hi).contains(&o) => return Some(0.0),
         Some([lo, hi]) => {
@@ -694,17 +709,32 @@ fn direction(
 #[cfg(test)]
 mod tests {
     use super::rel_error;
+    use crate::manifest::Bound;
 
     #[test]
     fn a_range_is_met_inside_and_missed_by_the_distance_to_its_nearer_end() {
         let r = Some([5.0, 8.0]);
-        assert_eq!(rel_error(6.5, r, Some(7.9)), Some(0.0));
-        assert_eq!(rel_error(6.5, r, Some(5.0)), Some(0.0));
-        assert!((rel_error(6.5, r, Some(4.0)).unwrap() + 0.2).abs() < 1e-12);
-        assert!((rel_error(6.5, r, Some(10.0)).unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(rel_error(6.5, r, None, Some(7.9)), Some(0.0));
+        assert_eq!(rel_error(6.5, r, None, Some(5.0)), Some(0.0));
+        assert!((rel_error(6.5, r, None, Some(4.0)).unwrap() + 0.2).abs() < 1e-12);
+        assert!((rel_error(6.5, r, None, Some(10.0)).unwrap() - 0.25).abs() < 1e-12);
         // Without a range: relative to the value, and none for a value of 0.
-        assert!((rel_error(6.5, None, Some(5.2)).unwrap() + 0.2).abs() < 1e-12);
-        assert_eq!(rel_error(0.0, None, Some(1.0)), None);
-        assert_eq!(rel_error(6.5, r, None), None);
+        assert!((rel_error(6.5, None, None, Some(5.2)).unwrap() + 0.2).abs() < 1e-12);
+        assert_eq!(rel_error(0.0, None, None, Some(1.0)), None);
+        assert_eq!(rel_error(6.5, r, None, None), None);
+    }
+
+    /// "Reduces the JCT by more than 30%": any change of -30% or less meets it, and a
+    /// smaller reduction misses it by its distance to -30%. "Over 80%" the same way up.
+    #[test]
+    fn a_bound_is_met_on_its_side_and_missed_by_the_distance_beyond_it() {
+        let most = Some(Bound::AtMost);
+        assert_eq!(rel_error(-30.0, None, most, Some(-45.0)), Some(0.0));
+        assert_eq!(rel_error(-30.0, None, most, Some(-30.0)), Some(0.0));
+        assert!((rel_error(-30.0, None, most, Some(-24.0)).unwrap() - 0.2).abs() < 1e-12);
+        assert!((rel_error(-30.0, None, most, Some(6.0)).unwrap() - 1.2).abs() < 1e-12);
+        let least = Some(Bound::AtLeast);
+        assert_eq!(rel_error(80.0, None, least, Some(93.0)), Some(0.0));
+        assert!((rel_error(80.0, None, least, Some(60.0)).unwrap() + 0.25).abs() < 1e-12);
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::metric::Metric;
 use dlsim_traces::InputError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -162,6 +162,17 @@ pub enum Compare {
     Ratio,
 }
 
+/// Which side of a published bound a row's value must lie on ([`RowFile::bound`]).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The value is at most the paper's ("reduces the JCT by more than 30%": a change of at
+    /// most -30%).
+    AtMost,
+    /// The value is at least the paper's ("over 80% of jobs").
+    AtLeast,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RowFile {
@@ -176,6 +187,11 @@ pub struct RowFile {
     /// relative to it (0 inside the range).
     #[serde(default)]
     pub range: Option<[f64; 2]>,
+    /// A published bound ("more than 30%", "over 80%"): `paper` is the most (`at_most`) or
+    /// the least (`at_least`) the value may be. The error is 0 on the stated side and the
+    /// distance to `paper` beyond it, relative to it.
+    #[serde(default)]
+    pub bound: Option<Bound>,
     pub unit: String,
     pub metric: String,
     pub arm: String,
@@ -333,6 +349,9 @@ impl Paper {
                 }
                 if !r.paper.is_finite() || !r.scale.is_finite() {
                     return Err(at(g("paper"), "must be a finite number".into()));
+                }
+                if r.range.is_some() && r.bound.is_some() {
+                    return Err(at(g("bound"), "give a range or a bound, not both".into()));
                 }
                 if let Some([lo, hi]) = r.range {
                     if !(lo.is_finite()

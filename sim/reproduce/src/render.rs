@@ -63,11 +63,13 @@ fn num(x: f64) -> String {
     }
 }
 
-/// The paper's value, or its published range.
+/// The paper's value, or its published range or bound.
 fn paper_text(row: &RowResult) -> String {
-    match row.paper_range {
-        Some([lo, hi]) => format!("{}–{}", num(lo), num(hi)),
-        None => num(row.paper_value),
+    match (row.paper_range, row.paper_bound) {
+        (Some([lo, hi]), _) => format!("{}–{}", num(lo), num(hi)),
+        (None, Some(crate::manifest::Bound::AtMost)) => format!("≤ {}", num(row.paper_value)),
+        (None, Some(crate::manifest::Bound::AtLeast)) => format!("≥ {}", num(row.paper_value)),
+        (None, None) => num(row.paper_value),
     }
 }
 
@@ -421,6 +423,7 @@ mod tests {
             unit: "%".into(),
             paper_value: -30.0,
             paper_range: None,
+            paper_bound: None,
             ours,
             ci95: Some(1.0),
             seeds: 3,

@@ -94,6 +94,11 @@ impl ChoicesFile {
 pub struct Moved {
     pub id: String,
     pub paper_value: f64,
+    /// The published range or bound the paper value stands for, as in the reproduction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_range: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_bound: Option<crate::manifest::Bound>,
     pub baseline: Option<f64>,
     pub ours: Option<f64>,
     pub within_25: bool,
@@ -188,6 +193,8 @@ fn outcome(v: &Variant, experiments: Vec<String>, base: &Report, run: &Report) -
             moved.push(Moved {
                 id: r.id.clone(),
                 paper_value: r.paper_value,
+                paper_range: r.paper_range,
+                paper_bound: r.paper_bound,
                 baseline: b.ours,
                 ours: r.ours,
                 within_25: r.within_25,
@@ -455,7 +462,7 @@ pub fn markdown(s: &Sensitivity) -> String {
                     m,
                     "  - `{}`: paper {}, baseline {} -> {} ({}{})",
                     r.id,
-                    value(Some(r.paper_value)),
+                    paper_of(r),
                     value(r.baseline),
                     value(r.ours),
                     match (r.baseline_within_25, r.within_25) {
@@ -512,11 +519,22 @@ fn by_row(s: &Sensitivity, m: &mut String) {
         let _ = writeln!(
             m,
             "| `{id}` | {} | {} | {} | {} |",
-            value(Some(r.paper_value)),
+            paper_of(r),
             value(r.baseline),
             if r.baseline_within_25 { "yes" } else { "no" },
             by.join("; ")
         );
+    }
+}
+
+/// The paper's value of a moved row, or the range or bound it stands for.
+fn paper_of(r: &Moved) -> String {
+    use crate::manifest::Bound;
+    match (r.paper_range, r.paper_bound) {
+        (Some([lo, hi]), _) => format!("{}–{}", value(Some(lo)), value(Some(hi))),
+        (None, Some(Bound::AtMost)) => format!("≤ {}", value(Some(r.paper_value))),
+        (None, Some(Bound::AtLeast)) => format!("≥ {}", value(Some(r.paper_value))),
+        (None, None) => value(Some(r.paper_value)),
     }
 }
 
@@ -525,5 +543,34 @@ fn list(ids: &[&str]) -> String {
         "-".into()
     } else {
         ids.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{paper_of, Moved};
+    use crate::manifest::Bound;
+    use crate::Direction;
+
+    /// A moved row shows the paper's number as the reproduction does: a point, a published
+    /// range, or a published bound.
+    #[test]
+    fn a_moved_row_shows_the_papers_range_or_bound() {
+        let row = |range, bound| Moved {
+            id: "r".into(),
+            paper_value: -10.0,
+            paper_range: range,
+            paper_bound: bound,
+            baseline: None,
+            ours: None,
+            within_25: false,
+            baseline_within_25: false,
+            direction: Direction::Agrees,
+            baseline_direction: Direction::Agrees,
+        };
+        assert_eq!(paper_of(&row(None, None)), "-10.000");
+        assert_eq!(paper_of(&row(None, Some(Bound::AtMost))), "≤ -10.000");
+        assert_eq!(paper_of(&row(None, Some(Bound::AtLeast))), "≥ -10.000");
+        assert_eq!(paper_of(&row(Some([-20.0, -5.0]), None)), "-20.000–-5.000");
     }
 }

@@ -162,6 +162,22 @@ pub enum Compare {
     Ratio,
 }
 
+/// A paper's number as the reports print it: the value, or the published range or bound it
+/// stands for (`5–8`, `≤ -30`), each number through `num`.
+pub fn paper_text(
+    value: f64,
+    range: Option<[f64; 2]>,
+    bound: Option<Bound>,
+    num: impl Fn(f64) -> String,
+) -> String {
+    match (range, bound) {
+        (Some([lo, hi]), _) => format!("{}–{}", num(lo), num(hi)),
+        (None, Some(Bound::AtMost)) => format!("≤ {}", num(value)),
+        (None, Some(Bound::AtLeast)) => format!("≥ {}", num(value)),
+        (None, None) => num(value),
+    }
+}
+
 /// Which side of a published bound a row's value must lie on ([`RowFile::bound`]).
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

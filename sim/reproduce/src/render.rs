@@ -65,12 +65,7 @@ fn num(x: f64) -> String {
 
 /// The paper's value, or its published range or bound.
 fn paper_text(row: &RowResult) -> String {
-    match (row.paper_range, row.paper_bound) {
-        (Some([lo, hi]), _) => format!("{}–{}", num(lo), num(hi)),
-        (None, Some(crate::manifest::Bound::AtMost)) => format!("≤ {}", num(row.paper_value)),
-        (None, Some(crate::manifest::Bound::AtLeast)) => format!("≥ {}", num(row.paper_value)),
-        (None, None) => num(row.paper_value),
-    }
+    crate::manifest::paper_text(row.paper_value, row.paper_range, row.paper_bound, num)
 }
 
 fn ours(row: &RowResult) -> String {

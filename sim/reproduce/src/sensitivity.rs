@@ -529,13 +529,9 @@ fn by_row(s: &Sensitivity, m: &mut String) {
 
 /// The paper's value of a moved row, or the range or bound it stands for.
 fn paper_of(r: &Moved) -> String {
-    use crate::manifest::Bound;
-    match (r.paper_range, r.paper_bound) {
-        (Some([lo, hi]), _) => format!("{}–{}", value(Some(lo)), value(Some(hi))),
-        (None, Some(Bound::AtMost)) => format!("≤ {}", value(Some(r.paper_value))),
-        (None, Some(Bound::AtLeast)) => format!("≥ {}", value(Some(r.paper_value))),
-        (None, None) => value(Some(r.paper_value)),
-    }
+    crate::manifest::paper_text(r.paper_value, r.paper_range, r.paper_bound, |x| {
+        value(Some(x))
+    })
 }
 
 fn list(ids: &[&str]) -> String {

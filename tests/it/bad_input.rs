@@ -125,6 +125,22 @@ fn negative_node_cores_in_scenario_is_rejected() {
 }
 
 #[test]
+fn a_managed_share_outside_zero_to_one_is_rejected() {
+    let dir = scratch("bad-managed-share");
+    write_trace(&dir, &tiny_job());
+    let s = write_scenario(
+        &dir,
+        &format!("{{\n  \"trace\": \"trace.jsonl\",\n  \"cluster\": {CLUSTER},\n  \"managed_share\": 1.5\n}}\n"),
+    );
+    assert_rejected(
+        &dir,
+        &s,
+        &[],
+        &["scenario.json:4", "managed_share", "[0, 1]"],
+    );
+}
+
+#[test]
 fn pod_larger_than_any_node_is_rejected() {
     let dir = scratch("bad-too-large");
     let mut job = good_job();

@@ -270,3 +270,118 @@ fn a_warm_start_beyond_the_request_needs_free_capacity() {
     );
     assert_eq!(shape(&launches[1]), (2, 1, 4.0, 4.0), "the user's request");
 }
+
+/// `managed_share`: the jobs left out of the policy's care run as their users configured
+/// them (request, static sharding, no rescale), the policy never sees them (no launch, no
+/// view at a tick), an action on one is rejected, and which jobs they are does not depend
+/// on the policy.
+#[test]
+fn unmanaged_jobs_run_as_requested_and_the_policy_never_sees_them() {
+    use dlsim_model::scenario::Scenario;
+    use std::collections::BTreeSet;
+
+    /// Records every job id the policy is shown, and tries to rescale every job id.
+    struct Peek {
+        inner: Box<dyn Policy>,
+        seen: Arc<Mutex<BTreeSet<u64>>>,
+        ids: Vec<u64>,
+        tried: bool,
+    }
+    impl Policy for Peek {
+        fn spec(&self) -> String {
+            self.inner.spec()
+        }
+        fn sharding(&self) -> Sharding {
+            self.inner.sharding()
+        }
+        fn tick_interval(&self) -> Option<SimTime> {
+            self.inner.tick_interval()
+        }
+        fn on_submit(&mut self, job: &JobView<'_>, view: &ClusterView<'_>) -> Vec<Action> {
+            self.seen.lock().unwrap().insert(job.request.id);
+            self.inner.on_submit(job, view)
+        }
+        fn on_tick(&mut self, view: &ClusterView<'_>) -> Vec<Action> {
+            let mut seen = self.seen.lock().unwrap();
+            seen.extend(view.jobs.iter().map(|j| j.request.id));
+            seen.extend(view.changed.iter().copied());
+            seen.extend(view.ended.iter().map(|e| e.id));
+            drop(seen);
+            let mut actions = self.inner.on_tick(view);
+            if !self.tried && view.now >= SimTime::from_secs(7_200) {
+                // Guessing ids it was never shown: the world must refuse those.
+                self.tried = true;
+                actions.extend(
+                    self.ids
+                        .iter()
+                        .map(|&job| Action::ScaleWorkers { job, workers: 1 }),
+                );
+            }
+            actions
+        }
+    }
+
+    let path = crate::support::repo().join("scenarios/quickstart.json");
+    let mut s = Scenario::load(&path).unwrap();
+    s.keep_ended = true;
+    s.file.managed_share = 0.6;
+    let ids: Vec<u64> = s.jobs.iter().map(|j| j.id).collect();
+    let run = |policy: &str| {
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let peek = Peek {
+            inner: dlsim_policies::build(policy).unwrap(),
+            seen: seen.clone(),
+            ids: ids.clone(),
+            tried: false,
+        };
+        let out = dlsim_model::run(&s, Box::new(peek));
+        let seen = seen.lock().unwrap().clone();
+        (out, seen)
+    };
+    let (out, seen) = run("dlrover");
+    let jobs = &out.world.jobs;
+    let unmanaged: BTreeSet<u64> = (0..jobs.len())
+        .filter(|&j| jobs[j].unmanaged())
+        .map(|j| jobs[j].request().id)
+        .collect();
+    let share = unmanaged.len() as f64 / ids.len() as f64;
+    assert!(
+        (0.3..0.5).contains(&share),
+        "{share} of jobs unmanaged at 0.6 managed"
+    );
+    assert!(
+        seen.is_disjoint(&unmanaged),
+        "the policy saw an unmanaged job"
+    );
+    assert_eq!(
+        seen.len() + unmanaged.len(),
+        ids.len(),
+        "it saw every managed job"
+    );
+    let mut dynamic = 0;
+    for j in 0..jobs.len() {
+        let job = &jobs[j];
+        if job.unmanaged() {
+            assert_eq!(
+                job.launched(),
+                Some(job.request().requested),
+                "job {}",
+                job.request().id
+            );
+            assert_eq!(job.rescales(), 0);
+            assert_eq!(job.sharding(), Sharding::Static);
+        } else if job.sharding() == Sharding::Dynamic {
+            dynamic += 1;
+        }
+    }
+    assert!(dynamic > 0, "dlrover shards its own jobs dynamically");
+    assert!(out.world.rejected_actions >= unmanaged.len() as u64);
+    // The same jobs are left alone under another policy.
+    let (other, _) = run("optimus");
+    let jobs = &other.world.jobs;
+    let again: BTreeSet<u64> = (0..jobs.len())
+        .filter(|&j| jobs[j].unmanaged())
+        .map(|j| jobs[j].request().id)
+        .collect();
+    assert_eq!(again, unmanaged);
+}

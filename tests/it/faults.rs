@@ -75,6 +75,7 @@ pub(crate) fn scenario(spec: JobSpec, faults: FaultConfig, recovery: RecoveryCon
         timeline_interval_s: 600,
         horizon_s: None,
         online: Vec::new(),
+        managed_share: 1.0,
     };
     Scenario {
         path: "faults.json".into(),

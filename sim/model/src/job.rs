@@ -313,6 +313,8 @@ pub struct Job {
     pub(crate) ckpt_ledger: Option<ShardLedger>,
     /// A starting pod's request counts as allocated (`observation.count_starting_pods`).
     pub(crate) count_starting_pods: bool,
+    /// Left out of the policy's care (`managed_share`): run as its user configured it.
+    pub(crate) unmanaged: bool,
 }
 
 /// The constants the world needs to evaluate a job's truth.
@@ -363,6 +365,7 @@ impl Job {
             ledger: None,
             ckpt_ledger: None,
             count_starting_pods: false,
+            unmanaged: false,
         }
     }
 
@@ -415,6 +418,16 @@ impl Job {
 
     pub fn rescales(&self) -> u32 {
         self.rescales
+    }
+
+    /// How the job's data was split (its launching policy's, or static when unmanaged).
+    pub fn sharding(&self) -> Sharding {
+        self.sharding
+    }
+
+    /// Whether the job ran outside the policy's care (`managed_share`).
+    pub fn unmanaged(&self) -> bool {
+        self.unmanaged
     }
 
     pub fn oom_kills(&self) -> u32 {

@@ -317,6 +317,7 @@ impl std::fmt::Debug for Jobs<'_> {
 }
 
 impl<'a> Jobs<'a> {
+    /// Active jobs, counting those the policy does not manage (they share the cluster).
     pub fn len(&self) -> usize {
         self.active.len()
     }
@@ -326,18 +327,20 @@ impl<'a> Jobs<'a> {
     }
 
     /// Every active job's view (O(active jobs): for policies that act on all of them).
+    /// Jobs the policy does not manage (`managed_share`) are not listed.
     pub fn iter(&self) -> impl Iterator<Item = JobView<'a>> + 'a {
         let (jobs, pods, with_pods) = (self.jobs, self.pods, self.with_pods);
         self.active
             .iter()
+            .filter(move |&&j| !jobs[j].unmanaged)
             .map(move |&j| crate::world::job_view(&jobs[j], pods, with_pods))
     }
 
-    /// The view of active job `id`, or `None` if it is not active.
+    /// The view of active job `id`, or `None` if it is not active (or not the policy's
+    /// to manage).
     pub fn get(&self, id: u64) -> Option<JobView<'a>> {
         let &j = self.index.get(&id)?;
-        self.active
-            .contains(&j)
+        (self.active.contains(&j) && !self.jobs[j].unmanaged)
             .then(|| crate::world::job_view(&self.jobs[j], self.pods, self.with_pods))
     }
 }

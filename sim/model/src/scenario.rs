@@ -49,6 +49,27 @@ pub struct ScenarioFile {
     /// Online (streaming) jobs, running from time 0 on the same cluster (`crate::online`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub online: Vec<crate::online::OnlineJobFile>,
+    /// The share of the trace's jobs the policy under test manages; the others run as
+    /// their users configured them, as under `static` (launched with their request, static
+    /// data sharding, the scenario's OOM relaunch rule, the trace's recorded scale), and
+    /// the policy never sees them: no view, no change, no end, and an action on one is
+    /// rejected. They share the cluster, so the policy's free room counts their pods.
+    /// Which jobs: one keyed draw per job id (stream `unmanaged`), so every policy and
+    /// every arm of a comparison leaves the same jobs alone. Default 1 (every job). A
+    /// production cluster is rarely migrated whole: DLRover-RM Fig. 14's caption puts the
+    /// jobs that "cannot be migrated due to business reasons" at 5% of its cluster.
+    #[serde(
+        default = "default_managed_share",
+        skip_serializing_if = "is_every_job"
+    )]
+    pub managed_share: f64,
+}
+
+fn default_managed_share() -> f64 {
+    1.0
+}
+fn is_every_job(share: &f64) -> bool {
+    *share == 1.0
 }
 
 fn default_seed() -> u64 {
@@ -401,6 +422,12 @@ impl Scenario {
         let at = |key: &str, msg: String| InputError::new(path, msg).field_in(text, key);
         if file.timeline_interval_s == 0 {
             return Err(at("timeline_interval_s", "must be > 0".into()));
+        }
+        if !(0.0..=1.0).contains(&file.managed_share) {
+            return Err(at(
+                "managed_share",
+                format!("must be in [0, 1], got {}", file.managed_share),
+            ));
         }
         if !(file.observation.noise_cv >= 0.0 && file.observation.noise_cv < 1.0) {
             return Err(at("observation.noise_cv", "must be in [0, 1)".into()));

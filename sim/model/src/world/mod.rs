@@ -9,8 +9,8 @@ use crate::job::{FailReason, Job, Outcome, Pod, PodState, Role, TruthEnv};
 use crate::metrics::TimelineRow;
 use crate::perf::{self, PsCond, WorkerCond};
 use crate::policy::{
-    Action, ClusterView, EndedJob, JobConfig, JobPhase, JobView, Jobs, PodEventKind, Policy,
-    ProfileSample, Sharding,
+    Action, ClusterView, EndedJob, JobConfig, JobPhase, JobView, Jobs, Partitioning, PodEventKind,
+    Policy, ProfileSample, Sharding,
 };
 use crate::scenario::Scenario;
 use crate::shards::ShardLedger;
@@ -201,6 +201,8 @@ pub struct World {
     pub rejected_actions: u64,
     /// The scenario's online jobs, by index (`world/online.rs`).
     pub online: Vec<crate::online::OnlineJob>,
+    /// The share of jobs the policy manages (`managed_share`); the rest run as `static`.
+    managed_share: f64,
 }
 
 impl World {
@@ -310,6 +312,7 @@ impl World {
             timeline: Vec::new(),
             rejected_actions: 0,
             online,
+            managed_share: f.managed_share,
         };
         world.online_start(queue);
         world.start_slow_spells(queue);
@@ -369,7 +372,7 @@ impl World {
 
     /// Notes that job `j`'s observable state changed (for [`ClusterView::changed`]).
     pub(super) fn touch(&mut self, j: usize) {
-        if self.ticks {
+        if self.ticks && !self.jobs[j].unmanaged {
             self.changed.insert(self.jobs[j].request.id);
         }
     }
@@ -404,8 +407,14 @@ impl World {
         let truth = perf::perturbed(&self.truth_settings.params_for(spec.model), factors);
         self.job_index.insert(spec.id, j);
         self.arrived[j] = true;
+        // A job the policy does not manage (`managed_share`): one draw of its own stream,
+        // made whatever the share, so the set only grows with the share.
+        let unmanaged = self.managed_share < 1.0
+            && rand::Rng::gen::<f64>(&mut self.streams.substream("unmanaged", spec.id))
+                >= self.managed_share;
         let mut job = Job::new(spec, truth);
         job.count_starting_pods = self.count_starting_pods;
+        job.unmanaged = unmanaged;
         self.jobs.fill(j, job);
         self.peak_live.0 = self.peak_live.0.max(self.jobs.live());
     }
@@ -449,6 +458,14 @@ impl World {
 
     fn apply(&mut self, now: SimTime, actions: Vec<Action>, queue: &mut EventQueue<Event>) {
         for action in actions {
+            let unmanaged = self
+                .job_index
+                .get(&action.job())
+                .is_some_and(|&j| self.jobs.get(j).is_some_and(|job| job.unmanaged));
+            if unmanaged {
+                self.rejected_actions += 1;
+                continue;
+            }
             match action {
                 Action::Launch { job, config } => self.launch(now, job, config, queue),
                 other => self.apply_elastic(now, other, queue),
@@ -497,8 +514,11 @@ impl World {
             return;
         }
         let config = self.recorded_launch(now, j, config, queue);
-        let sharding = self.policy.sharding();
-        let partitioning = self.policy.partitioning();
+        let (sharding, partitioning) = if self.jobs[j].unmanaged {
+            (Sharding::Static, Partitioning::Tensor)
+        } else {
+            (self.policy.sharding(), self.policy.partitioning())
+        };
         let shard_samples =
             f64::from(self.elasticity.shard_batches) * f64::from(self.jobs[j].spec.batch_size);
         let job = &mut self.jobs[j];
@@ -949,7 +969,7 @@ impl World {
                 job.samples_done = ledger.done_samples();
             }
         }
-        if self.ticks {
+        if self.ticks && !self.jobs[j].unmanaged {
             let job = &self.jobs[j];
             self.ended.push(EndedJob {
                 id: job.request.id,
@@ -1020,7 +1040,7 @@ impl World {
                 job.history.remove(0);
             }
             job.history.push(sample);
-            if self.ticks {
+            if self.ticks && !job.unmanaged {
                 self.changed.insert(job.request.id);
             }
         }
@@ -1126,7 +1146,14 @@ impl dlsim_engine::World for World {
                     queue.push_first(SimTime::from_secs(next.submit_s), Event::JobArrival(j + 1));
                     self.queued_arrivals += 1;
                 }
-                self.consult(now, Some(j), queue)
+                if self.jobs[j].unmanaged {
+                    // Run as its user configured it, as `static` would launch it.
+                    let config = self.jobs[j].request.requested;
+                    let job = self.jobs[j].request.id;
+                    self.launch(now, job, config, queue);
+                } else {
+                    self.consult(now, Some(j), queue)
+                }
             }
             Event::Schedule => self.schedule(now, queue),
             Event::PodsReady { first, count } => self.pods_ready(now, first, count, queue),

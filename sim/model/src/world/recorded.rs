@@ -67,6 +67,12 @@ fn recorded(spec: &JobSpec) -> &[ScaleEvent] {
 impl World {
     /// The configuration a job launches with: `config` with the counts recorded at `now`
     /// when the policy follows recorded events; queues the job's next recorded change.
+    /// Whether job `j` keeps its recorded pod counts: under a policy that runs the user's
+    /// own configuration, or when the policy does not manage it (`managed_share`).
+    fn follows_recorded(&self, j: usize) -> bool {
+        self.jobs[j].unmanaged || self.policy.follows_recorded_scale()
+    }
+
     pub(super) fn recorded_launch(
         &self,
         now: SimTime,
@@ -76,7 +82,7 @@ impl World {
     ) -> JobConfig {
         let spec = &self.jobs[j].spec;
         let scale = recorded(spec);
-        if scale.is_empty() || !self.policy.follows_recorded_scale() {
+        if scale.is_empty() || !self.follows_recorded(j) {
             return config;
         }
         let due = last_due(scale, now);
@@ -126,7 +132,7 @@ impl World {
     /// Returns whether the job's pods changed (its phase and rate need a refresh).
     pub(super) fn recorded_join(&mut self, now: SimTime, j: usize) -> bool {
         if recorded(&self.jobs[j].spec).is_empty()
-            || !self.policy.follows_recorded_scale()
+            || !self.follows_recorded(j)
             || self.jobs[j].life.migration().is_some()
         {
             return false;

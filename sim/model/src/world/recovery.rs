@@ -384,7 +384,12 @@ impl World {
             request.mem_mb =
                 (request.mem_mb as f64 * self.recovery.oom_memory_factor).ceil() as u64;
             let id = self.jobs[j].spec.id;
-            match self.policy.on_oom(id, pod.role, pod.request.mem_mb) {
+            let relaunch = if self.jobs[j].unmanaged {
+                OomRelaunch::Default
+            } else {
+                self.policy.on_oom(id, pod.role, pod.request.mem_mb)
+            };
+            match relaunch {
                 OomRelaunch::Default => {}
                 OomRelaunch::WithMemory(mb) => request.mem_mb = mb.max(1),
                 OomRelaunch::Abandon => {

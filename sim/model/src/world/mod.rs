@@ -407,8 +407,9 @@ impl World {
         let truth = perf::perturbed(&self.truth_settings.params_for(spec.model), factors);
         self.job_index.insert(spec.id, j);
         self.arrived[j] = true;
-        // A job the policy does not manage (`managed_share`): one draw of its own stream,
-        // made whatever the share, so the set only grows with the share.
+        // A job the policy does not manage (`managed_share`): a draw from the job's own
+        // stream, so the set does not depend on the policy, and a larger share only takes
+        // jobs out of it.
         let unmanaged = self.managed_share < 1.0
             && rand::Rng::gen::<f64>(&mut self.streams.substream("unmanaged", spec.id))
                 >= self.managed_share;

@@ -65,14 +65,14 @@ fn recorded(spec: &JobSpec) -> &[ScaleEvent] {
 }
 
 impl World {
-    /// The configuration a job launches with: `config` with the counts recorded at `now`
-    /// when the policy follows recorded events; queues the job's next recorded change.
     /// Whether job `j` keeps its recorded pod counts: under a policy that runs the user's
     /// own configuration, or when the policy does not manage it (`managed_share`).
     fn follows_recorded(&self, j: usize) -> bool {
         self.jobs[j].unmanaged || self.policy.follows_recorded_scale()
     }
 
+    /// The configuration a job launches with: `config` with the counts recorded at `now`
+    /// when the job follows recorded events; queues the job's next recorded change.
     pub(super) fn recorded_launch(
         &self,
         now: SimTime,

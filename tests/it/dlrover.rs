@@ -375,6 +375,21 @@ fn unmanaged_jobs_run_as_requested_and_the_policy_never_sees_them() {
         }
     }
     assert!(dynamic > 0, "dlrover shards its own jobs dynamically");
+    // `jobs.csv` says which jobs were left alone.
+    let csv = &out.jobs_csv;
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let (id, managed) = (
+        header.iter().position(|&h| h == "id").unwrap(),
+        header.iter().position(|&h| h == "managed").unwrap(),
+    );
+    let left_alone: BTreeSet<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[managed] == "0")
+        .map(|f| f[id].parse().unwrap())
+        .collect();
+    assert_eq!(left_alone, unmanaged);
     assert!(out.world.rejected_actions >= unmanaged.len() as u64);
     // The same jobs are left alone under another policy.
     let (other, _) = run("optimus");

@@ -194,7 +194,7 @@ pub struct JobTally {
     makespan: Option<dlsim_engine::SimTime>,
 }
 
-pub const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s,params_m\n";
+pub const JOBS_HEADER: &str = "id,user,model,submit_s,start_s,end_s,status,fail_reason,workers,ps,worker_cpu,worker_mem_mb,worker_gpu,ps_cpu,ps_mem_mb,steps,steps_done,jct_s,cpu_util,mem_util,gpu_util,oom_kills,pod_failures,relaunches,evictions,node_failures,rescales,sharding,batch_size,dense_mb,emb_dim,req_cores,worker_cpu_util,ps_cpu_util,worker_mem_util,ps_mem_util,seen_hot_ps,seen_straggler,init_workers,init_ps,settled_s,params_m,managed\n";
 
 impl JobTally {
     /// Jobs tallied so far: every job is tallied once, when it ends.
@@ -394,7 +394,7 @@ fn job_row(out: &mut String, j: &Job) {
     let u = &j.usage;
     writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
         j.spec.id,
         j.spec.user,
         j.spec.model,
@@ -441,6 +441,8 @@ fn job_row(out: &mut String, j: &Job) {
         // Seconds from the start of training to the last elastic change (0: never changed).
         opt_s(j.start().map(|s| j.last_rescale.map_or(s, |r| r.max(s)) - s)),
         j.params_m(),
+        // 0 for a job the policy did not manage (`managed_share`).
+        u8::from(!j.unmanaged),
     )
     .expect("writing to a String cannot fail");
 }

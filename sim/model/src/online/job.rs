@@ -372,7 +372,7 @@ impl OnlineJob {
     /// The job's row of `jobs.csv`, in its columns ([`crate::metrics::JOBS_HEADER`]): status
     /// `online`, from its start to its end (empty while it runs), its last target and its pod
     /// request as the configuration, its lost pods and rescales; the batch-only columns
-    /// (steps, JCT, utilisation, model sizes, parameters) are empty.
+    /// (steps, JCT, utilisation, model sizes, parameters, `managed`) are empty.
     pub fn jobs_row(&self) -> String {
         let end = self
             .ended_at
@@ -380,7 +380,7 @@ impl OnlineJob {
         let start = self.start.as_secs_f64();
         let w = self.spec.worker.request();
         let initial = self.spec.job.initial_workers;
-        let fields: [String; 42] = [
+        let fields: [String; 43] = [
             self.id.to_string(),
             "online".into(),
             "online".into(),
@@ -420,6 +420,7 @@ impl OnlineJob {
             "0".into(),
             "0".into(),
             initial.to_string(),
+            String::new(),
             String::new(),
             String::new(),
             String::new(),

@@ -306,7 +306,7 @@ pub struct Jobs<'a> {
     pub(crate) jobs: &'a crate::slots::Slots<crate::job::Job>,
     pub(crate) pods: &'a crate::slots::Slots<crate::job::Pod>,
     pub(crate) active: &'a std::collections::BTreeSet<usize>,
-    pub(crate) index: &'a std::collections::HashMap<u64, usize>,
+    pub(crate) index: &'a rustc_hash::FxHashMap<u64, usize>,
     pub(crate) with_pods: bool,
 }
 

@@ -19,7 +19,9 @@ use crate::vecmap::VecMap;
 use dlsim_engine::{EventQueue, RngStreams, SimRng, SimTime};
 use rand_distr::{Distribution, LogNormal, StandardNormal};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 mod cloud;
 mod elastic;
@@ -142,7 +144,7 @@ pub struct World {
     /// The queue: pending pods' keys per distinct request (shape). A scheduling pass walks the
     /// shapes that could still fit, in queue order, and drops a shape at its first
     /// failure (see `schedule`). Only looked up, never iterated in its own order.
-    pending_shapes: HashMap<crate::Resources, BTreeSet<PendingKey>>,
+    pending_shapes: FxHashMap<crate::Resources, BTreeSet<PendingKey>>,
     /// Jobs ended since the policy's last tick (kept only for policies with ticks).
     ended: Vec<EndedJob>,
     /// Ids of active jobs whose observable state changed since the policy's last tick
@@ -153,7 +155,7 @@ pub struct World {
     /// Shapes queued since the last scheduling pass (a new entry of `pending_shapes`).
     /// Every shape still queued after a pass fits nowhere, so the next pass needs to try
     /// only these and the shapes that fit a node whose room grew since.
-    fresh_shapes: HashSet<crate::Resources>,
+    fresh_shapes: FxHashSet<crate::Resources>,
     active: BTreeSet<usize>,
     /// Active jobs holding a node (at least one pod starting or running), in index order:
     /// the only jobs a sample has anything to integrate or observe in. Jobs waiting in
@@ -161,7 +163,7 @@ pub struct World {
     holding: BTreeSet<usize>,
     /// Trace job id -> index, for jobs that arrived and have not ended (or all, when
     /// ended jobs are kept). Only looked up, never iterated, so its order cannot leak.
-    job_index: HashMap<u64, usize>,
+    job_index: FxHashMap<u64, usize>,
     /// The trace, shared with the scenario: job `i` is built from `specs[i]` when it
     /// arrives.
     specs: std::sync::Arc<Vec<dlsim_traces::JobSpec>>,
@@ -282,15 +284,15 @@ impl World {
             drained: false,
             pending: 0,
             pending_total: crate::Resources::ZERO,
-            pending_shapes: HashMap::new(),
+            pending_shapes: FxHashMap::default(),
             ended: Vec::new(),
             changed: BTreeSet::new(),
             ticks,
             schedule_queued: false,
-            fresh_shapes: HashSet::new(),
+            fresh_shapes: FxHashSet::default(),
             active: BTreeSet::new(),
             holding: BTreeSet::new(),
-            job_index: HashMap::new(),
+            job_index: FxHashMap::default(),
             noise: streams.stream("observation-noise"),
             faults: f.faults.clone(),
             recovery: f.recovery.clone(),

@@ -140,24 +140,59 @@ pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
     if obs.iter().all(|o| o.0 == obs[0].0) {
         return splits[0];
     }
-    let errs: Vec<f64> = splits
-        .iter()
-        .map(|&split| {
-            fit_model(obs, split).map_or(f64::INFINITY, |m| {
-                let sq: f64 = obs
-                    .iter()
-                    .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
-                    .sum();
-                (sq / obs.len() as f64).sqrt()
-            })
-        })
-        .collect();
+    // The splits are fitted in order, and the choice is made as soon as it is certain:
+    // no fit explains the observations better than their spread about each
+    // configuration's mean (`pure_error`), so a split within the tolerance of that floor
+    // is kept once every earlier one is beyond the tolerance of a fit already made. The
+    // choice is the one all fits would give, bit for bit; a job's repeated profiles of
+    // its few configurations usually settle it within a few fits.
+    let floor = pure_error(obs) * (1.0 - 1e-9) - 1e-12;
+    let mut errs: Vec<f64> = Vec::with_capacity(splits.len());
+    for &split in &splits {
+        errs.push(fit_model(obs, split).map_or(f64::INFINITY, |m| {
+            let sq: f64 = obs
+                .iter()
+                .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
+                .sum();
+            (sq / obs.len() as f64).sqrt()
+        }));
+        let best_so_far = errs.iter().copied().fold(f64::INFINITY, f64::min);
+        for (i, &e) in errs.iter().enumerate() {
+            if e > best_so_far + SPLIT_TOLERANCE {
+                continue; // The best is no worse than the best so far: out.
+            }
+            if e <= floor + SPLIT_TOLERANCE {
+                return splits[i]; // The best is no better than the floor: in.
+            }
+            break;
+        }
+    }
     let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
     let i = errs
         .iter()
         .position(|&e| e <= best + SPLIT_TOLERANCE)
         .unwrap_or(0);
     splits[i]
+}
+
+/// The root mean squared log error no model of throughput per configuration can beat on
+/// `obs`: each configuration's observations about their own mean log.
+fn pure_error(obs: &[(Config, f64)]) -> f64 {
+    let mut groups: Vec<(Config, Vec<f64>)> = Vec::new();
+    for (c, thr) in obs {
+        match groups.iter_mut().find(|g| g.0 == *c) {
+            Some(g) => g.1.push(thr.ln()),
+            None => groups.push((*c, vec![thr.ln()])),
+        }
+    }
+    let sq: f64 = groups
+        .iter()
+        .map(|(_, l)| {
+            let mean = l.iter().sum::<f64>() / l.len() as f64;
+            l.iter().map(|v| (v - mean).powi(2)).sum::<f64>()
+        })
+        .sum();
+    (sq / obs.len() as f64).sqrt()
 }
 
 /// NNLS/RMSLE fit with a weak prior: four pseudo-observations from a model in which each
@@ -380,14 +415,20 @@ impl Plan<'_> {
     fn table(&self) -> Table {
         let milli = |cores: f64| Resources::new(cores, 0, 0).cpu_milli;
         let now = self.current.total();
+        let worker_cpu: [f64; CPU_OPTIONS.len()] = std::array::from_fn(|g| {
+            self.worker_cpu_at(self.cpu_option(g as u32, self.current.worker_cpu))
+        });
+        let ps_cpu: [f64; CPU_OPTIONS.len()] =
+            std::array::from_fn(|g| self.cpu_option(g as u32, self.current.ps_cpu));
         Table {
             ps_mem: std::array::from_fn(|i| self.ps_mem(i as u32 + 1)),
-            worker_milli: std::array::from_fn(|g| {
-                milli(self.worker_cpu_at(self.cpu_option(g as u32, self.current.worker_cpu)))
-            }),
-            ps_milli: std::array::from_fn(|g| {
-                milli(self.cpu_option(g as u32, self.current.ps_cpu))
-            }),
+            worker_milli: worker_cpu.map(milli),
+            ps_milli: ps_cpu.map(milli),
+            worker_cpu,
+            ps_cpu,
+            migrated_worker_mem: (self.worker_mem_used > 0.0)
+                .then(|| worker_mem_for(self.worker_mem_used).min(self.max_mem)),
+            base: fit_config(self.job, 1, 1),
             now_cores: now.cpu_cores(),
             now_mem: now.mem_mb as f64,
         }
@@ -396,20 +437,39 @@ impl Plan<'_> {
     /// [`Plan::objectives`] from the plan's table (the same integers and the same floating
     /// operations as `cost` and `gain` on `config`, so the same bits, without re-deriving
     /// the PS memory split and per-pod requests for every genome), and the plan's
-    /// modelled throughput (0 for a plan over the quota).
+    /// modelled throughput (0 for a plan over the quota). The quota is checked first: the
+    /// projections of the coordinate ascent probe many plans over it.
     fn assess(&self, t: &Table, g: &[u32; 4]) -> (nsga2::Objectives, f64) {
-        let ps_mem = t.ps_mem[g[1] as usize];
-        let c = self.config_with(g, ps_mem);
-        let (w, p) = (u64::from(c.workers), u64::from(c.ps));
+        let (workers, ps) = (g[0] + 1, g[1] + 1);
+        let (w, p) = (u64::from(workers), u64::from(ps));
         let cpu_milli = t.worker_milli[g[2] as usize] * w + t.ps_milli[g[3] as usize] * p;
         let excess = cpu_milli as f64 / 1000.0 - self.quota_cores;
         if excess > 0.0 {
             return (over_quota(excess), 0.0);
         }
+        // `config_with`, from the table.
+        let ps_mem = t.ps_mem[g[1] as usize];
+        let mut c = JobConfig {
+            workers,
+            ps,
+            worker_cpu: t.worker_cpu[g[2] as usize],
+            ps_cpu: t.ps_cpu[g[3] as usize],
+            ps_mem_mb: ps_mem,
+            ..self.current
+        };
+        if let Some(mb) = t.migrated_worker_mem.filter(|_| !worker_only(&self.current, &c)) {
+            c.worker_mem_mb = mb;
+        }
         let mem_mb = c.worker_mem_mb * w + ps_mem * p;
         let cost = (cpu_milli as f64 / 1000.0 - t.now_cores)
             + (mem_mb as f64 - t.now_mem) / MB_PER_CORE_PRICE;
-        let thr = self.throughput(&c);
+        let thr = self.model.throughput(&Config {
+            workers,
+            ps,
+            worker_cores: c.worker_cpu,
+            ps_cores: c.ps_cpu,
+            ..t.base
+        });
         ([cost, -self.gain_at(&c, thr)], thr)
     }
 }
@@ -421,6 +481,13 @@ struct Table {
     /// Per-pod CPU requests in millicores by CPU option.
     worker_milli: [u64; CPU_OPTIONS.len()],
     ps_milli: [u64; CPU_OPTIONS.len()],
+    /// Per-pod CPU by CPU option (`config_with`'s).
+    worker_cpu: [f64; CPU_OPTIONS.len()],
+    ps_cpu: [f64; CPU_OPTIONS.len()],
+    /// A migrated worker's memory, once a worker's use has been seen (`config_with`'s).
+    migrated_worker_mem: Option<u64>,
+    /// The throughput model's inputs that no gene changes.
+    base: Config,
     now_cores: f64,
     now_mem: f64,
 }
@@ -707,6 +774,72 @@ mod tests {
         assert!(plan.config(g).total().cpu_cores() > 0.9 * plan.quota_cores);
         // And it is not the starting plan: the job is worth growing.
         assert!(front.iter().any(|(g, _)| plan.config(g) != plan.current));
+    }
+
+    /// `choose_split` stops fitting once its choice is certain; the choice is always the
+    /// one every split's fit gives (the rule without the early stop), on noisy profiles of
+    /// a few configurations, repeated or not, whichever split wins.
+    #[test]
+    fn choose_split_stops_early_only_when_the_choice_is_certain() {
+        use rand::Rng;
+        fn exhaustive(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
+            let splits: Vec<[f64; 4]> = PS_UPDATE_SHARES
+                .iter()
+                .flat_map(|&u| SYNC_FRACTIONS.map(|s| split_from_utilisation(util.0, util.1, s, u)))
+                .collect();
+            if obs.iter().all(|o| o.0 == obs[0].0) {
+                return splits[0];
+            }
+            let errs: Vec<f64> = splits
+                .iter()
+                .map(|&split| {
+                    let m = fit_model(obs, split).unwrap();
+                    let sq: f64 = obs
+                        .iter()
+                        .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
+                        .sum();
+                    (sq / obs.len() as f64).sqrt()
+                })
+                .collect();
+            let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
+            splits[errs.iter().position(|&e| e <= best + SPLIT_TOLERANCE).unwrap_or(0)]
+        }
+        let mut rng = RngStreams::new(7).stream("choose-split");
+        let configs = [
+            cfg(2, 1, 4.0, 4.0),
+            cfg(8, 2, 4.0, 8.0),
+            cfg(16, 4, 2.0, 8.0),
+            cfg(4, 4, 8.0, 2.0),
+        ];
+        let (mut early, mut later) = (0, 0);
+        for case in 0..60 {
+            let truth = ThroughputParams {
+                a_grad: rng.gen_range(1e-5..1e-3),
+                a_upd: rng.gen_range(1e-4..0.05),
+                a_sync: rng.gen_range(0.01..5.0),
+                a_emb: rng.gen_range(1e-7..1e-4),
+                b_grad: 0.001,
+                b_upd: 0.001,
+                b_sync: 0.001,
+                b_emb: 0.001,
+            };
+            let noise = [0.0, 0.01, 0.05, 0.2][case % 4];
+            let seen = 2 + case % 3;
+            let obs: Vec<(Config, f64)> = (0..rng.gen_range(2..40))
+                .map(|i| {
+                    let c = configs[i % seen];
+                    let e: f64 = rng.gen_range(-1.0..1.0);
+                    (c, truth.throughput(&c) * (noise * e).exp())
+                })
+                .collect();
+            let util = (rng.gen_range(0.0..1.0), rng.gen_range(0.0..1.0));
+            let got = choose_split(&obs, util);
+            assert_eq!(got, exhaustive(&obs, util), "case {case}");
+            let first = split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0], PS_UPDATE_SHARES[0]);
+            if got == first { early += 1 } else { later += 1 }
+        }
+        // The first split and later ones are both chosen across the cases.
+        assert!(early > 0 && later > 0, "{early} {later}");
     }
 
     /// Utilisation cannot tell sync from lookups: with one configuration seen the most

@@ -317,11 +317,12 @@ impl Dlrover {
         &self,
         job: &JobView<'_>,
         t: &Tracked,
+        split: [f64; 4],
         max_cpu: f64,
         max_mem: u64,
         rng: Option<&mut SimRng>,
     ) -> Vec<Candidate> {
-        let Some(model) = fit_model(&t.obs, t.split) else {
+        let Some(model) = fit_model(&t.obs, split) else {
             return Vec::new();
         };
         let recent = t.obs.iter().rev().take(3);
@@ -630,37 +631,49 @@ impl Policy for Dlrover {
         // stream serves every plan in job order (a job's plan then depends on how many
         // jobs planned before it), so they are made one after another. Per-job streams
         // would decouple them but change every figure made with `search=nsga`.
-        let splits: Vec<Option<[f64; 4]>> = planned
-            .par_iter()
-            .map(|job| self.jobs[&job.request.id].due_split())
-            .collect();
+        // Each job's due split and its plan come from one parallel map (one fork-join a
+        // tick); the splits are then taken in job order.
+        let (splits, cands): (Vec<Option<[f64; 4]>>, Vec<Candidate>) = if self.search.draws() {
+            let splits: Vec<Option<[f64; 4]>> = planned
+                .par_iter()
+                .map(|job| self.jobs[&job.request.id].due_split())
+                .collect();
+            let mut rng = self.rng.clone();
+            let cands = planned
+                .iter()
+                .zip(&splits)
+                .flat_map(|(job, split)| {
+                    let t = &self.jobs[&job.request.id];
+                    let split = split.unwrap_or(t.split);
+                    self.candidates(job, t, split, max_cpu, max_mem, Some(&mut rng))
+                })
+                .collect();
+            self.rng = rng;
+            (splits, cands)
+        } else {
+            let per_job: Vec<(Option<[f64; 4]>, Vec<Candidate>)> = planned
+                .par_iter()
+                .map(|job| {
+                    let t = &self.jobs[&job.request.id];
+                    let due = t.due_split();
+                    let split = due.unwrap_or(t.split);
+                    (due, self.candidates(job, t, split, max_cpu, max_mem, None))
+                })
+                .collect();
+            let mut splits = Vec::with_capacity(per_job.len());
+            let mut cands = Vec::new();
+            for (split, c) in per_job {
+                splits.push(split);
+                cands.extend(c);
+            }
+            (splits, cands)
+        };
         for (job, split) in planned.iter().zip(splits) {
             self.jobs
                 .get_mut(&job.request.id)
                 .expect("tracked")
                 .resolve_split(split);
         }
-        let cands: Vec<Candidate> = if self.search.draws() {
-            let mut rng = self.rng.clone();
-            let cands = planned
-                .iter()
-                .flat_map(|job| {
-                    let t = &self.jobs[&job.request.id];
-                    self.candidates(job, t, max_cpu, max_mem, Some(&mut rng))
-                })
-                .collect();
-            self.rng = rng;
-            cands
-        } else {
-            let per_job: Vec<Vec<Candidate>> = planned
-                .par_iter()
-                .map(|job| {
-                    let t = &self.jobs[&job.request.id];
-                    self.candidates(job, t, max_cpu, max_mem, None)
-                })
-                .collect();
-            per_job.into_iter().flatten().collect()
-        };
         let now: BTreeMap<u64, JobConfig> =
             planned.iter().map(|j| (j.request.id, j.config)).collect();
         for Candidate {

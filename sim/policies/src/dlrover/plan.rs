@@ -785,7 +785,9 @@ mod tests {
         fn exhaustive(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
             let splits: Vec<[f64; 4]> = PS_UPDATE_SHARES
                 .iter()
-                .flat_map(|&u| SYNC_FRACTIONS.map(|s| split_from_utilisation(util.0, util.1, s, u)))
+                .flat_map(|&u| {
+                    SYNC_FRACTIONS.map(|s| split_from_utilisation(util.0, util.1, s, u))
+                })
                 .collect();
             if obs.iter().all(|o| o.0 == obs[0].0) {
                 return splits[0];
@@ -811,7 +813,7 @@ mod tests {
             cfg(16, 4, 2.0, 8.0),
             cfg(4, 4, 8.0, 2.0),
         ];
-        let (mut early, mut later) = (0, 0);
+        let (mut first_kept, mut later_kept) = (0, 0);
         for case in 0..60 {
             let truth = ThroughputParams {
                 a_grad: rng.gen_range(1e-5..1e-3),
@@ -835,11 +837,16 @@ mod tests {
             let util = (rng.gen_range(0.0..1.0), rng.gen_range(0.0..1.0));
             let got = choose_split(&obs, util);
             assert_eq!(got, exhaustive(&obs, util), "case {case}");
-            let first = split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0], PS_UPDATE_SHARES[0]);
-            if got == first { early += 1 } else { later += 1 }
+            let first =
+                split_from_utilisation(util.0, util.1, SYNC_FRACTIONS[0], PS_UPDATE_SHARES[0]);
+            if got == first {
+                first_kept += 1;
+            } else {
+                later_kept += 1;
+            }
         }
         // The first split and later ones are both chosen across the cases.
-        assert!(early > 0 && later > 0, "{early} {later}");
+        assert!(first_kept > 0 && later_kept > 0, "{first_kept} {later_kept}");
     }
 
     /// Utilisation cannot tell sync from lookups: with one configuration seen the most

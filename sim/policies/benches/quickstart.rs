@@ -3,9 +3,10 @@
 //! 4x `static`. The scenario is loaded once, as `dlsim replay` loads it (the trace is
 //! validated, then streamed again by each replay); each iteration is one whole replay
 //! (`dlsim_model::run::run`: outputs kept in memory, nothing written), on this thread and
-//! the rest of rayon's pool as `dlsim replay` runs it. After criterion's two groups, the bench prints the ratio of
-//! the medians of alternating replays measured in the same run (the machine's load moves
-//! both alike). Run: `cargo bench -p dlsim-policies --features bench --bench quickstart`.
+//! the rest of rayon's pool as `dlsim replay` runs it. After criterion's two groups, the
+//! bench prints the ratio of the medians of alternating replays measured in the same run
+//! (the machine's load moves both alike). Run:
+//! `cargo bench -p dlsim-policies --features bench --bench quickstart`.
 
 use std::path::Path;
 use std::time::Instant;

@@ -651,7 +651,7 @@ impl Policy for Dlrover {
             self.rng = rng;
             (splits, cands)
         } else {
-            let per_job: Vec<(Option<[f64; 4]>, Vec<Candidate>)> = planned
+            let (splits, per_job): (Vec<Option<[f64; 4]>>, Vec<Vec<Candidate>>) = planned
                 .par_iter()
                 .map(|job| {
                     let t = &self.jobs[&job.request.id];
@@ -659,14 +659,8 @@ impl Policy for Dlrover {
                     let split = due.unwrap_or(t.split);
                     (due, self.candidates(job, t, split, max_cpu, max_mem, None))
                 })
-                .collect();
-            let mut splits = Vec::with_capacity(per_job.len());
-            let mut cands = Vec::new();
-            for (split, c) in per_job {
-                splits.push(split);
-                cands.extend(c);
-            }
-            (splits, cands)
+                .unzip();
+            (splits, per_job.into_iter().flatten().collect())
         };
         for (job, split) in planned.iter().zip(splits) {
             self.jobs

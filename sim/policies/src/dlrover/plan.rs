@@ -131,12 +131,7 @@ const SPLIT_TOLERANCE: f64 = 0.02;
 /// uncertainty): if scaling out then gains less than it predicted, the new profiles refute
 /// it and a later choice moves on.
 pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
-    let splits: Vec<[f64; 4]> = PS_UPDATE_SHARES
-        .iter()
-        .flat_map(|&upd| {
-            SYNC_FRACTIONS.map(|sync| split_from_utilisation(util.0, util.1, sync, upd))
-        })
-        .collect();
+    let splits = candidate_splits(util);
     if obs.iter().all(|o| o.0 == obs[0].0) {
         return splits[0];
     }
@@ -149,13 +144,7 @@ pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
     let floor = pure_error(obs) * (1.0 - 1e-9) - 1e-12;
     let mut errs: Vec<f64> = Vec::with_capacity(splits.len());
     for &split in &splits {
-        errs.push(fit_model(obs, split).map_or(f64::INFINITY, |m| {
-            let sq: f64 = obs
-                .iter()
-                .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
-                .sum();
-            (sq / obs.len() as f64).sqrt()
-        }));
+        errs.push(split_error(obs, split));
         let best_so_far = errs.iter().copied().fold(f64::INFINITY, f64::min);
         for (i, &e) in errs.iter().enumerate() {
             if e > best_so_far + SPLIT_TOLERANCE {
@@ -173,6 +162,29 @@ pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
         .position(|&e| e <= best + SPLIT_TOLERANCE)
         .unwrap_or(0);
     splits[i]
+}
+
+/// The splits [`choose_split`] tries, in its order of preference: each of
+/// [`PS_UPDATE_SHARES`] x [`SYNC_FRACTIONS`] read from the first profile's utilisation.
+fn candidate_splits(util: (f64, f64)) -> Vec<[f64; 4]> {
+    PS_UPDATE_SHARES
+        .iter()
+        .flat_map(|&upd| {
+            SYNC_FRACTIONS.map(|sync| split_from_utilisation(util.0, util.1, sync, upd))
+        })
+        .collect()
+}
+
+/// How well the fit with `split`'s prior explains `obs`: the root mean squared log error
+/// of its throughputs (infinite if nothing fits).
+fn split_error(obs: &[(Config, f64)], split: [f64; 4]) -> f64 {
+    fit_model(obs, split).map_or(f64::INFINITY, |m| {
+        let sq: f64 = obs
+            .iter()
+            .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
+            .sum();
+        (sq / obs.len() as f64).sqrt()
+    })
 }
 
 /// The root mean squared log error no model of throughput per configuration can beat on
@@ -783,26 +795,11 @@ mod tests {
     fn choose_split_stops_early_only_when_the_choice_is_certain() {
         use rand::Rng;
         fn exhaustive(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
-            let splits: Vec<[f64; 4]> = PS_UPDATE_SHARES
-                .iter()
-                .flat_map(|&u| {
-                    SYNC_FRACTIONS.map(|s| split_from_utilisation(util.0, util.1, s, u))
-                })
-                .collect();
+            let splits = candidate_splits(util);
             if obs.iter().all(|o| o.0 == obs[0].0) {
                 return splits[0];
             }
-            let errs: Vec<f64> = splits
-                .iter()
-                .map(|&split| {
-                    let m = fit_model(obs, split).unwrap();
-                    let sq: f64 = obs
-                        .iter()
-                        .map(|(c, thr)| (m.throughput(c).max(1e-300) / thr).ln().powi(2))
-                        .sum();
-                    (sq / obs.len() as f64).sqrt()
-                })
-                .collect();
+            let errs: Vec<f64> = splits.iter().map(|&s| split_error(obs, s)).collect();
             let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
             splits[errs.iter().position(|&e| e <= best + SPLIT_TOLERANCE).unwrap_or(0)]
         }

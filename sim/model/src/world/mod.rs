@@ -150,6 +150,10 @@ pub struct World {
     /// Ids of active jobs whose observable state changed since the policy's last tick
     /// (kept only for policies with ticks): a pod event, a profile sample, a phase change.
     changed: BTreeSet<u64>,
+    /// Per job index: whether its id is in `changed` (so a job's many events since a tick
+    /// cost one set insertion), and the indices set, to clear them with `changed`.
+    changed_flag: Vec<bool>,
+    changed_jobs: Vec<usize>,
     ticks: bool,
     schedule_queued: bool,
     /// Shapes queued since the last scheduling pass (a new entry of `pending_shapes`).
@@ -287,6 +291,8 @@ impl World {
             pending_shapes: FxHashMap::default(),
             ended: Vec::new(),
             changed: BTreeSet::new(),
+            changed_flag: vec![false; n],
+            changed_jobs: Vec::new(),
             ticks,
             schedule_queued: false,
             fresh_shapes: FxHashSet::default(),
@@ -362,8 +368,10 @@ impl World {
     pub(super) fn hold(&mut self, j: usize, placed: bool) {
         let job = &mut self.jobs[j];
         if placed {
+            if job.placed_pods == 0 {
+                self.holding.insert(j);
+            }
             job.placed_pods += 1;
-            self.holding.insert(j);
         } else {
             job.placed_pods -= 1;
             if job.placed_pods == 0 {
@@ -374,7 +382,9 @@ impl World {
 
     /// Notes that job `j`'s observable state changed (for [`ClusterView::changed`]).
     pub(super) fn touch(&mut self, j: usize) {
-        if self.ticks && !self.jobs[j].unmanaged {
+        if self.ticks && !self.jobs[j].unmanaged && !self.changed_flag[j] {
+            self.changed_flag[j] = true;
+            self.changed_jobs.push(j);
             self.changed.insert(self.jobs[j].request.id);
         }
     }
@@ -455,6 +465,9 @@ impl World {
         if arrival.is_none() {
             self.ended.clear();
             self.changed.clear();
+            for j in self.changed_jobs.drain(..) {
+                self.changed_flag[j] = false;
+            }
         }
         self.apply(now, actions, queue);
     }
@@ -1043,7 +1056,9 @@ impl World {
                 job.history.remove(0);
             }
             job.history.push(sample);
-            if self.ticks && !job.unmanaged {
+            if self.ticks && !job.unmanaged && !self.changed_flag[j] {
+                self.changed_flag[j] = true;
+                self.changed_jobs.push(j);
                 self.changed.insert(job.request.id);
             }
         }

@@ -546,57 +546,17 @@ fn coordinate(
     eval: &mut dyn FnMut(&[u32; 4]) -> (nsga2::Objectives, f64),
     climb: Climb<'_>,
 ) -> Vec<nsga2::Scored<4>> {
-    SEEN.with_borrow_mut(|seen| coordinate_in(seen, upper, start, eval, climb))
-}
-
-/// A plan's rank in the ascent: passes the filters, then score.
-type Rank = (bool, f64);
-
-/// The genomes the ascent has scored: a dense table over the whole search space (at most
-/// 64 x 16 x 9 x 9 genomes), kept per thread and emptied for each plan by a new stamp,
-/// so a look-up is an index instead of a hash; and the genomes in the order first seen.
-#[derive(Default)]
-struct Seen {
-    stamp: u32,
-    slots: Vec<(u32, nsga2::Objectives, Option<Rank>)>,
-    order: Vec<[u32; 4]>,
-}
-
-thread_local! {
-    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
-}
-
-fn coordinate_in(
-    seen: &mut Seen,
-    upper: &[u32; 4],
-    start: [u32; 4],
-    eval: &mut dyn FnMut(&[u32; 4]) -> (nsga2::Objectives, f64),
-    climb: Climb<'_>,
-) -> Vec<nsga2::Scored<4>> {
-    let size = upper.iter().map(|&u| u as usize).product::<usize>();
-    if seen.slots.len() < size {
-        seen.slots.resize(size, (0, [0.0; 2], None));
-    }
-    seen.stamp = seen.stamp.wrapping_add(1);
-    if seen.stamp == 0 {
-        // Wrapped: no slot may look current.
-        seen.slots.iter_mut().for_each(|s| s.0 = 0);
-        seen.stamp = 1;
-    }
-    seen.order.clear();
-    let stamp = seen.stamp;
-    let index = |g: &[u32; 4]| {
-        (((g[0] * upper[1] + g[1]) * upper[2] + g[2]) * upper[3] + g[3]) as usize
-    };
+    type Rank = (bool, f64);
+    // Only looked up during the ascent; the front is sorted by genome.
+    let mut seen: rustc_hash::FxHashMap<[u32; 4], (nsga2::Objectives, Option<Rank>)> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(512, Default::default());
     let mut visit = |g: [u32; 4]| {
-        debug_assert!(g.iter().zip(upper).all(|(v, u)| v < u), "{g:?} outside {upper:?}");
-        let slot = &mut seen.slots[index(&g)];
-        if slot.0 != stamp {
-            let (f, thr) = eval(&g);
-            *slot = (stamp, f, climb(&f, thr));
-            seen.order.push(g);
-        }
-        slot.2
+        seen.entry(g)
+            .or_insert_with(|| {
+                let (f, thr) = eval(&g);
+                (f, climb(&f, thr))
+            })
+            .1
     };
     let better = |a: Rank, b: Rank| (a.0 && !b.0) || (a.0 == b.0 && a.1 > b.1);
     let mut at = start;
@@ -643,13 +603,10 @@ fn coordinate_in(
             break;
         }
     }
-    // The front does not depend on the order of its input (it is sorted by genome).
     let passing: Vec<nsga2::Scored<4>> = seen
-        .order
-        .iter()
-        .map(|g| (g, &seen.slots[index(g)]))
-        .filter(|(_, (_, _, r))| r.is_some_and(|r| r.0))
-        .map(|(&g, &(_, f, _))| (g, f))
+        .into_iter()
+        .filter(|(_, (_, r))| r.is_some_and(|r| r.0))
+        .map(|(g, (f, _))| (g, f))
         .collect();
     nsga2::first_front(&passing)
 }

@@ -149,11 +149,7 @@ pub struct World {
     ended: Vec<EndedJob>,
     /// Ids of active jobs whose observable state changed since the policy's last tick
     /// (kept only for policies with ticks): a pod event, a profile sample, a phase change.
-    changed: BTreeSet<u64>,
-    /// Per job index: whether its id is in `changed` (so a job's many events since a tick
-    /// cost one set insertion), and the indices set, to clear them with `changed`.
-    changed_flag: Vec<bool>,
-    changed_jobs: Vec<usize>,
+    changed: Changed,
     ticks: bool,
     schedule_queued: bool,
     /// Shapes queued since the last scheduling pass (a new entry of `pending_shapes`).
@@ -290,9 +286,7 @@ impl World {
             pending_total: crate::Resources::ZERO,
             pending_shapes: FxHashMap::default(),
             ended: Vec::new(),
-            changed: BTreeSet::new(),
-            changed_flag: vec![false; n],
-            changed_jobs: Vec::new(),
+            changed: Changed::new(n),
             ticks,
             schedule_queued: false,
             fresh_shapes: FxHashSet::default(),
@@ -382,10 +376,8 @@ impl World {
 
     /// Notes that job `j`'s observable state changed (for [`ClusterView::changed`]).
     pub(super) fn touch(&mut self, j: usize) {
-        if self.ticks && !self.jobs[j].unmanaged && !self.changed_flag[j] {
-            self.changed_flag[j] = true;
-            self.changed_jobs.push(j);
-            self.changed.insert(self.jobs[j].request.id);
+        if self.ticks && !self.jobs[j].unmanaged {
+            self.changed.note(j, self.jobs[j].request.id);
         }
     }
 
@@ -453,7 +445,7 @@ impl World {
                 with_pods,
             },
             ended: &self.ended,
-            changed: &self.changed,
+            changed: &self.changed.ids,
         };
         let actions = match arrival {
             Some(j) => self.policy.on_submit(
@@ -465,9 +457,6 @@ impl World {
         if arrival.is_none() {
             self.ended.clear();
             self.changed.clear();
-            for j in self.changed_jobs.drain(..) {
-                self.changed_flag[j] = false;
-            }
         }
         self.apply(now, actions, queue);
     }
@@ -1056,10 +1045,8 @@ impl World {
                 job.history.remove(0);
             }
             job.history.push(sample);
-            if self.ticks && !job.unmanaged && !self.changed_flag[j] {
-                self.changed_flag[j] = true;
-                self.changed_jobs.push(j);
-                self.changed.insert(job.request.id);
+            if self.ticks && !job.unmanaged {
+                self.changed.note(j, job.request.id);
             }
         }
         if self.observe_pods {
@@ -1126,6 +1113,41 @@ fn next_record(reader: &mut dlsim_traces::TraceReader) -> Option<dlsim_traces::J
     reader
         .next()
         .map(|r| r.unwrap_or_else(|e| trace_changed(&e)).1)
+}
+
+/// Ids of active jobs whose observable state changed since the policy's last tick
+/// ([`ClusterView::changed`]), with a flag per job index so that a job's many events
+/// between two ticks cost one set insertion.
+struct Changed {
+    ids: BTreeSet<u64>,
+    flag: Vec<bool>,
+    noted: Vec<usize>,
+}
+
+impl Changed {
+    fn new(jobs: usize) -> Self {
+        Changed {
+            ids: BTreeSet::new(),
+            flag: vec![false; jobs],
+            noted: Vec::new(),
+        }
+    }
+
+    /// Notes job index `j` (trace id `id`).
+    fn note(&mut self, j: usize, id: u64) {
+        if !self.flag[j] {
+            self.flag[j] = true;
+            self.noted.push(j);
+            self.ids.insert(id);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.ids.clear();
+        for j in self.noted.drain(..) {
+            self.flag[j] = false;
+        }
+    }
 }
 
 /// A streamed trace was validated whole when the scenario loaded; failing now means the
@@ -1196,7 +1218,7 @@ impl dlsim_engine::World for World {
                 }
             }
             Event::PolicyTick => {
-                let quiet = self.changed.is_empty()
+                let quiet = self.changed.ids.is_empty()
                     && self.ended.is_empty()
                     && self.policy.quiet_until().is_some_and(|t| now < t);
                 if !quiet {

@@ -286,7 +286,7 @@ impl World {
             pending_total: crate::Resources::ZERO,
             pending_shapes: FxHashMap::default(),
             ended: Vec::new(),
-            changed: Changed::new(n),
+            changed: Changed::new(n, ticks),
             ticks,
             schedule_queued: false,
             fresh_shapes: FxHashSet::default(),
@@ -376,7 +376,7 @@ impl World {
 
     /// Notes that job `j`'s observable state changed (for [`ClusterView::changed`]).
     pub(super) fn touch(&mut self, j: usize) {
-        if self.ticks && !self.jobs[j].unmanaged {
+        if !self.jobs[j].unmanaged {
             self.changed.note(j, self.jobs[j].request.id);
         }
     }
@@ -1045,7 +1045,7 @@ impl World {
                 job.history.remove(0);
             }
             job.history.push(sample);
-            if self.ticks && !job.unmanaged {
+            if !job.unmanaged {
                 self.changed.note(j, job.request.id);
             }
         }
@@ -1116,30 +1116,32 @@ fn next_record(reader: &mut dlsim_traces::TraceReader) -> Option<dlsim_traces::J
 }
 
 /// Ids of active jobs whose observable state changed since the policy's last tick
-/// ([`ClusterView::changed`]), with a flag per job index so that a job's many events
-/// between two ticks cost one set insertion.
+/// ([`ClusterView::changed`]), kept only for a policy with ticks, with a flag per job
+/// index so that a job's many events between two ticks cost one set insertion.
 struct Changed {
     ids: BTreeSet<u64>,
+    /// Empty for a policy without ticks: nothing is kept.
     flag: Vec<bool>,
     noted: Vec<usize>,
 }
 
 impl Changed {
-    fn new(jobs: usize) -> Self {
+    fn new(jobs: usize, ticks: bool) -> Self {
         Changed {
             ids: BTreeSet::new(),
-            flag: vec![false; jobs],
+            flag: vec![false; if ticks { jobs } else { 0 }],
             noted: Vec::new(),
         }
     }
 
     /// Notes job index `j` (trace id `id`).
     fn note(&mut self, j: usize, id: u64) {
-        if !self.flag[j] {
-            self.flag[j] = true;
-            self.noted.push(j);
-            self.ids.insert(id);
+        if self.flag.is_empty() || self.flag[j] {
+            return;
         }
+        self.flag[j] = true;
+        self.noted.push(j);
+        self.ids.insert(id);
     }
 
     fn clear(&mut self) {

@@ -143,25 +143,24 @@ pub fn choose_split(obs: &[(Config, f64)], util: (f64, f64)) -> [f64; 4] {
     // its few configurations usually settle it within a few fits.
     let floor = pure_error(obs) * (1.0 - 1e-9) - 1e-12;
     let mut errs: Vec<f64> = Vec::with_capacity(splits.len());
+    let mut best = f64::INFINITY;
+    // The first split within the tolerance of the best fit so far.
+    let preferred = |errs: &[f64], best: f64| {
+        errs.iter()
+            .position(|&e| e <= best + SPLIT_TOLERANCE)
+            .unwrap_or(0)
+    };
     for &split in &splits {
-        errs.push(split_error(obs, split));
-        let best_so_far = errs.iter().copied().fold(f64::INFINITY, f64::min);
-        for (i, &e) in errs.iter().enumerate() {
-            if e > best_so_far + SPLIT_TOLERANCE {
-                continue; // The best is no worse than the best so far: out.
-            }
-            if e <= floor + SPLIT_TOLERANCE {
-                return splits[i]; // The best is no better than the floor: in.
-            }
-            break;
+        let e = split_error(obs, split);
+        errs.push(e);
+        best = best.min(e);
+        // Every split before it is out already; it is in once no fit can beat it.
+        let i = preferred(&errs, best);
+        if errs[i] <= floor + SPLIT_TOLERANCE {
+            return splits[i];
         }
     }
-    let best = errs.iter().copied().fold(f64::INFINITY, f64::min);
-    let i = errs
-        .iter()
-        .position(|&e| e <= best + SPLIT_TOLERANCE)
-        .unwrap_or(0);
-    splits[i]
+    splits[preferred(&errs, best)]
 }
 
 /// The splits [`choose_split`] tries, in its order of preference: each of
